@@ -1,0 +1,1 @@
+"""The embedded Kubernetes API server: a peer of kubelet-dra reached only over HTTP(S)."""

@@ -1,0 +1,185 @@
+"""The table of resources the embedded API server serves.
+
+One ``ResourceType`` per kind: which group and versions serve it, its names, whether it is
+namespaced, which subresources and field selectors it has. Routing, discovery, OpenAPI,
+conversion and the store all read this one table, so adding a resource is one entry here.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from kubelet_dra.apiserver.status import ApiError
+
+RESOURCE_GROUP = "resource.k8s.io"
+RESOURCE_VERSIONS = ("v1", "v1beta2", "v1beta1")
+VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+
+@attrs.frozen
+class ResourceType:
+    """One served resource; ``versions[0]`` is both the preferred and the storage version."""
+
+    group: str
+    kind: str
+    plural: str
+    singular: str
+    namespaced: bool
+    versions: tuple[str, ...]
+    short_names: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ()
+    field_labels: tuple[str, ...] = ()
+    strategic_merge: bool = False
+    categories: tuple[str, ...] = ()
+
+    @property
+    def storage_version(self) -> str:
+        return self.versions[0]
+
+    @property
+    def list_kind(self) -> str:
+        return f"{self.kind}List"
+
+    def api_version(self, version: str) -> str:
+        """The ``apiVersion`` string of an object at ``version`` ("v1" or "resource.k8s.io/v1")."""
+        return f"{self.group}/{version}" if self.group else version
+
+    @property
+    def has_status(self) -> bool:
+        return "status" in self.subresources
+
+
+RESOURCES: tuple[ResourceType, ...] = (
+    ResourceType(
+        group="",
+        kind="Namespace",
+        plural="namespaces",
+        singular="namespace",
+        namespaced=False,
+        versions=("v1",),
+        short_names=("ns",),
+        subresources=("status",),
+        field_labels=("status.phase",),
+        strategic_merge=True,
+    ),
+    ResourceType(
+        group="",
+        kind="Node",
+        plural="nodes",
+        singular="node",
+        namespaced=False,
+        versions=("v1",),
+        short_names=("no",),
+        subresources=("status",),
+        field_labels=("spec.unschedulable",),
+        strategic_merge=True,
+    ),
+    ResourceType(
+        group="",
+        kind="Pod",
+        plural="pods",
+        singular="pod",
+        namespaced=True,
+        versions=("v1",),
+        short_names=("po",),
+        subresources=("status",),
+        field_labels=(
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        ),
+        strategic_merge=True,
+        categories=("all",),
+    ),
+    ResourceType(
+        group="",
+        kind="Event",
+        plural="events",
+        singular="event",
+        namespaced=True,
+        versions=("v1",),
+        short_names=("ev",),
+        field_labels=(
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        ),
+        strategic_merge=True,
+    ),
+    ResourceType(
+        group="",
+        kind="ConfigMap",
+        plural="configmaps",
+        singular="configmap",
+        namespaced=True,
+        versions=("v1",),
+        short_names=("cm",),
+        strategic_merge=True,
+    ),
+    ResourceType(
+        group=RESOURCE_GROUP,
+        kind="DeviceClass",
+        plural="deviceclasses",
+        singular="deviceclass",
+        namespaced=False,
+        versions=RESOURCE_VERSIONS,
+    ),
+    ResourceType(
+        group=RESOURCE_GROUP,
+        kind="ResourceClaim",
+        plural="resourceclaims",
+        singular="resourceclaim",
+        namespaced=True,
+        versions=RESOURCE_VERSIONS,
+        subresources=("status",),
+    ),
+    ResourceType(
+        group=RESOURCE_GROUP,
+        kind="ResourceClaimTemplate",
+        plural="resourceclaimtemplates",
+        singular="resourceclaimtemplate",
+        namespaced=True,
+        versions=RESOURCE_VERSIONS,
+    ),
+    ResourceType(
+        group=RESOURCE_GROUP,
+        kind="ResourceSlice",
+        plural="resourceslices",
+        singular="resourceslice",
+        namespaced=False,
+        versions=RESOURCE_VERSIONS,
+        field_labels=("spec.nodeName", "spec.driver", "spec.pool.name"),
+    ),
+)
+
+_BY_PLURAL = {(rt.group, rt.plural): rt for rt in RESOURCES}
+
+
+def lookup(group: str, version: str, plural: str) -> ResourceType:
+    """The resource served at ``/apis/<group>/<version>/<plural>``; 404 like kube-apiserver otherwise."""
+    rt = _BY_PLURAL.get((group, plural))
+    if rt is None or version not in rt.versions:
+        path = f"/apis/{group}/{version}/{plural}" if group else f"/api/{version}/{plural}"
+        raise ApiError(404, "NotFound", f"the server could not find the requested resource ({path})")
+    return rt
+
+
+def groups() -> dict[str, tuple[str, ...]]:
+    """Each served group ("" = core) with its versions, preferred first."""
+    result: dict[str, tuple[str, ...]] = {}
+    for rt in RESOURCES:
+        result.setdefault(rt.group, rt.versions)
+    return result

@@ -1,0 +1,81 @@
+"""The ``kubelet-dra`` command line: global flags, subcommand registry, error reporting.
+
+Subcommands live one per module in this package, each exposing ``COMMAND``; they are listed
+in ``SUBCOMMANDS`` in the order ``--help`` shows them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+from collections.abc import Sequence
+
+from kubelet_dra import __version__, log
+from kubelet_dra.cli.command import Command
+from kubelet_dra.errors import KubeletDRAError
+
+SUBCOMMANDS: tuple[str, ...] = ("services",)
+
+TRACEBACK_VERBOSITY = 5
+
+
+def load_commands() -> list[Command]:
+    return [importlib.import_module(f"kubelet_dra.cli.{name}").COMMAND for name in SUBCOMMANDS]
+
+
+def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kubelet-dra",
+        description="The kubelet's side of Kubernetes Dynamic Resource Allocation, against real DRA drivers.",
+    )
+    parser.add_argument("--version", action="version", version=f"kubelet-dra {__version__}")
+    add_global_flags(parser, defaults=True)
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for command in commands:
+        sub = subparsers.add_parser(
+            command.name, help=command.help, description=command.description or command.help
+        )
+        add_global_flags(sub, defaults=False)
+        command.add_arguments(sub)
+        sub.set_defaults(run=command.run)
+    return parser
+
+
+def add_global_flags(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    """-v and --output work before or after the subcommand; only the top level sets defaults."""
+    default = {} if defaults else {"default": argparse.SUPPRESS}
+    parser.add_argument(
+        "-v",
+        "--verbosity",
+        type=int,
+        metavar="N",
+        help="log verbosity like klog's -v (0 quiet .. 6 every gRPC message; 5+ shows tracebacks)",
+        **({"default": 0} if defaults else default),
+    )
+    parser.add_argument(
+        "--output",
+        choices=("text", "json"),
+        help="result format: text for people, json for programs",
+        **({"default": "text"} if defaults else default),
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser(load_commands())
+    args = parser.parse_args(argv)
+    log.configure(args.verbosity)
+    if not getattr(args, "run", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.run(args)
+    except KubeletDRAError as err:
+        if args.verbosity >= TRACEBACK_VERBOSITY:
+            traceback.print_exc()
+        print(f"kubelet-dra: error: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print("kubelet-dra: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,24 @@
+"""Where results go: rich tables for people, JSON for machines (``--output json``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+
+_console: list[Console] = []
+
+
+def console() -> Console:
+    """The stdout console for human-readable results (rich degrades to plain text in pipes)."""
+    if not _console:
+        _console.append(Console(highlight=False, soft_wrap=True))
+    return _console[0]
+
+
+def print_json(data: Any) -> None:
+    """One JSON document on stdout, stable key order, for ``--output json``."""
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    sys.stdout.flush()

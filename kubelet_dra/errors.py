@@ -1,0 +1,38 @@
+"""The one exception hierarchy of kubelet-dra.
+
+Every error a user can cause (bad flags, bad files, a driver's malformed answer) is a
+``KubeletDRAError`` that says what failed, where, and what to do about it, so the CLI can
+print one clear line instead of a traceback.
+"""
+
+from __future__ import annotations
+
+
+class KubeletDRAError(Exception):
+    """A user-facing error: ``what`` failed at ``where``; ``fix`` says what to do."""
+
+    exit_code = 2
+
+    def __init__(self, what: str, *, where: str = "", fix: str = "") -> None:
+        super().__init__(what)
+        self.what = what
+        self.where = where
+        self.fix = fix
+
+    def __str__(self) -> str:
+        text = f"{self.where}: {self.what}" if self.where else self.what
+        if self.fix:
+            text += f" (fix: {self.fix})"
+        return text
+
+
+class UsageError(KubeletDRAError):
+    """A flag or argument is missing, malformed or contradicts another one."""
+
+
+class ConfigError(KubeletDRAError):
+    """A file the user gave us (kubeconfig, scenario, driver config) cannot be used."""
+
+
+class StateError(KubeletDRAError):
+    """On-disk state (checkpoint, data dir) is corrupt or unreadable."""
