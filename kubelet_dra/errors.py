@@ -36,3 +36,7 @@ class ConfigError(KubeletDRAError):
 
 class StateError(KubeletDRAError):
     """On-disk state (checkpoint, data dir) is corrupt or unreadable."""
+
+
+class DriverError(KubeletDRAError):
+    """A driver's answer breaks the protocol or is one the kubelet would reject."""

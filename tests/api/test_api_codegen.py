@@ -1,0 +1,54 @@
+"""The committed ``*_pb2*`` modules are exactly what the generator makes from ``proto/`` today."""
+
+from __future__ import annotations
+
+from importlib.metadata import version
+from pathlib import Path
+
+from kubelet_dra.api import codegen, dra_v1_pb2_grpc
+
+PROTOS = [
+    "dra_health_v1alpha1.proto",
+    "dra_v1.proto",
+    "dra_v1alpha4.proto",
+    "dra_v1beta1.proto",
+    "pluginregistration.proto",
+]
+
+
+def test_every_api_has_a_proto():
+    assert codegen.proto_files() == PROTOS
+
+
+def test_committed_modules_are_current(tmp_path: Path):
+    fresh = codegen.generate(tmp_path)
+    committed = codegen.generated_files(codegen.PACKAGE_DIR)
+    hint = f"run `{codegen.COMMAND}` and commit the result"
+    tools, generated_by = version("grpcio-tools"), dra_v1_pb2_grpc.GRPC_GENERATED_VERSION
+    if tools != generated_by:
+        hint += f" (committed modules come from grpcio-tools {generated_by}, this environment has {tools})"
+    assert [path.name for path in committed] == [path.name for path in fresh], f"generated module set differs: {hint}"
+    for new, old in zip(fresh, committed, strict=True):
+        assert new.read_bytes() == old.read_bytes(), f"kubelet_dra/api/{old.name} is out of date: {hint}"
+
+
+def test_generated_modules_import_their_siblings_relatively(tmp_path: Path):
+    for path in codegen.generate(tmp_path):
+        lines = path.read_text().splitlines()
+        assert not [line for line in lines if line.startswith("import ") and "_pb2" in line], path.name
+    grpc_source = (tmp_path / "dra_v1_pb2_grpc.py").read_text()
+    assert "from . import dra_v1_pb2 as dra__v1__pb2\n" in grpc_source
+
+
+def test_relative_imports_leave_other_modules_alone():
+    source = "import grpc\nimport dra_v1_pb2 as dra__v1__pb2\nimport other_pb2 as other__pb2\n"
+    assert codegen.relative_imports(source, {"dra_v1_pb2"}) == (
+        "import grpc\nfrom . import dra_v1_pb2 as dra__v1__pb2\nimport other_pb2 as other__pb2\n"
+    )
+
+
+def test_codegen_removes_modules_of_deleted_protos(tmp_path: Path):
+    stale = tmp_path / "dra_v1alpha2_pb2.py"
+    stale.write_text("# left over from a deleted proto\n")
+    codegen.generate(tmp_path)
+    assert not stale.exists()
