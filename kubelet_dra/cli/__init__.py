@@ -16,7 +16,7 @@ from kubelet_dra import __version__, log
 from kubelet_dra.cli.command import Command
 from kubelet_dra.errors import KubeletDRAError
 
-SUBCOMMANDS: tuple[str, ...] = ("services",)
+SUBCOMMANDS: tuple[str, ...] = ("services", "apiserver", "driver")
 
 TRACEBACK_VERBOSITY = 5
 
@@ -34,9 +34,7 @@ def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
     add_global_flags(parser, defaults=True)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in commands:
-        sub = subparsers.add_parser(
-            command.name, help=command.help, description=command.description or command.help
-        )
+        sub = subparsers.add_parser(command.name, help=command.help, description=command.description or command.help)
         add_global_flags(sub, defaults=False)
         command.add_arguments(sub)
         sub.set_defaults(run=command.run)
