@@ -18,7 +18,11 @@ VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update
 
 @attrs.frozen
 class ResourceType:
-    """One served resource; ``versions[0]`` is both the preferred and the storage version."""
+    """One served resource; ``versions[0]`` is both the preferred and the storage version.
+
+    ``strategic_merge``: every kind served today is a built-in type, and kube-apiserver accepts
+    strategic merge patches for all built-in types; a custom resource would set it to False.
+    """
 
     group: str
     kind: str
@@ -29,8 +33,9 @@ class ResourceType:
     short_names: tuple[str, ...] = ()
     subresources: tuple[str, ...] = ()
     field_labels: tuple[str, ...] = ()
-    strategic_merge: bool = False
+    strategic_merge: bool = True
     categories: tuple[str, ...] = ()
+    verbs: tuple[str, ...] = VERBS
 
     @property
     def storage_version(self) -> str:
@@ -60,7 +65,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         short_names=("ns",),
         subresources=("status",),
         field_labels=("status.phase",),
-        strategic_merge=True,
+        verbs=tuple(verb for verb in VERBS if verb != "deletecollection"),
     ),
     ResourceType(
         group="",
@@ -72,7 +77,6 @@ RESOURCES: tuple[ResourceType, ...] = (
         short_names=("no",),
         subresources=("status",),
         field_labels=("spec.unschedulable",),
-        strategic_merge=True,
     ),
     ResourceType(
         group="",
@@ -93,7 +97,6 @@ RESOURCES: tuple[ResourceType, ...] = (
             "status.podIP",
             "status.nominatedNodeName",
         ),
-        strategic_merge=True,
         categories=("all",),
     ),
     ResourceType(
@@ -117,7 +120,6 @@ RESOURCES: tuple[ResourceType, ...] = (
             "source",
             "type",
         ),
-        strategic_merge=True,
     ),
     ResourceType(
         group="",
@@ -127,7 +129,6 @@ RESOURCES: tuple[ResourceType, ...] = (
         namespaced=True,
         versions=("v1",),
         short_names=("cm",),
-        strategic_merge=True,
     ),
     ResourceType(
         group=RESOURCE_GROUP,

@@ -64,6 +64,8 @@ def conflict(plural: str, group: str, name: str, why: str) -> ApiError:
 def invalid(kind: str, group: str, name: str, causes: list[dict[str, str]]) -> ApiError:
     """422 Invalid; each cause is {"reason": "FieldValueInvalid", "message": ..., "field": ...}."""
     summary = ", ".join(f"{c['field']}: {c['message']}" if c.get("field") else c["message"] for c in causes)
+    if len(causes) > 1:
+        summary = f"[{summary}]"
     label = f"{kind}.{group}" if group else kind
     details = {**_details(name, group, kind), "causes": causes}
     return ApiError(422, "Invalid", f'{label} "{name}" is invalid: {summary}', details)
