@@ -7,6 +7,11 @@ from pathlib import Path
 
 from kubelet_dra.api import codegen, dra_v1_pb2_grpc
 
+# The source checkout, not the installed package: the test suite may run against an installed copy.
+REPO = Path(__file__).resolve().parents[2]
+PROTO_DIR = REPO / "proto"
+COMMITTED_DIR = REPO / "kubelet_dra" / "api"
+
 PROTOS = [
     "dra_health_v1alpha1.proto",
     "dra_v1.proto",
@@ -17,12 +22,12 @@ PROTOS = [
 
 
 def test_every_api_has_a_proto():
-    assert codegen.proto_files() == PROTOS
+    assert codegen.proto_files(PROTO_DIR) == PROTOS
 
 
 def test_committed_modules_are_current(tmp_path: Path):
-    fresh = codegen.generate(tmp_path)
-    committed = codegen.generated_files(codegen.PACKAGE_DIR)
+    fresh = codegen.generate(tmp_path, PROTO_DIR)
+    committed = codegen.generated_files(COMMITTED_DIR)
     hint = f"run `{codegen.COMMAND}` and commit the result"
     tools, generated_by = version("grpcio-tools"), dra_v1_pb2_grpc.GRPC_GENERATED_VERSION
     if tools != generated_by:
@@ -33,7 +38,7 @@ def test_committed_modules_are_current(tmp_path: Path):
 
 
 def test_generated_modules_import_their_siblings_relatively(tmp_path: Path):
-    for path in codegen.generate(tmp_path):
+    for path in codegen.generate(tmp_path, PROTO_DIR):
         lines = path.read_text().splitlines()
         assert not [line for line in lines if line.startswith("import ") and "_pb2" in line], path.name
     grpc_source = (tmp_path / "dra_v1_pb2_grpc.py").read_text()
@@ -50,5 +55,5 @@ def test_relative_imports_leave_other_modules_alone():
 def test_codegen_removes_modules_of_deleted_protos(tmp_path: Path):
     stale = tmp_path / "dra_v1alpha2_pb2.py"
     stale.write_text("# left over from a deleted proto\n")
-    codegen.generate(tmp_path)
+    codegen.generate(tmp_path, PROTO_DIR)
     assert not stale.exists()
