@@ -1,0 +1,343 @@
+"""The resource verbs over HTTP: get, list, watch, create, update, patch, delete, deletecollection.
+
+Each handler turns one request into one store call, converting bodies to the storage version
+on the way in and every object (single, listed or watched) to the URL's version on the way out,
+and rendering it as the client negotiated (object, Table, metadata; JSON or YAML). Name and
+namespace checks, DeleteOptions, field validation and node restriction happen here, before
+the store sees the request, in the order kube-apiserver applies them.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import attrs
+import yaml
+from aiohttp import web
+
+from kubelet_dra.apiserver import conversion, negotiation, openapi, params, patch, status, tables
+from kubelet_dra.apiserver.auth import READ_VERBS, User, authorize_write
+from kubelet_dra.apiserver.presentation import View, respond
+from kubelet_dra.apiserver.resources import RESOURCE_GROUP, ResourceType
+from kubelet_dra.apiserver.routes import ResourcePath
+from kubelet_dra.apiserver.status import ApiError
+from kubelet_dra.apiserver.store import Store
+from kubelet_dra.apiserver.streaming import WatchStreams
+
+USER = web.RequestKey("user", User)
+VERB = web.RequestKey("verb", str)
+
+
+def returns_deleted_object(rt: ResourceType) -> bool:
+    """Pods and every resource.k8s.io kind answer a delete with the object; other core kinds with a Status.
+
+    Clients decode the answer as the type their API description promises, so this follows kube-apiserver.
+    """
+    return rt.group == RESOURCE_GROUP or (rt.group == "" and rt.plural == "pods")
+
+
+def method_not_allowed() -> ApiError:
+    return status.method_not_allowed("the server does not allow this method on the requested resource")
+
+
+class ResourceHandler:
+    """Serves every resource in ``RESOURCES`` from one ``Store``; ``streams`` tracks open watches."""
+
+    def __init__(
+        self,
+        store: Store,
+        streams: WatchStreams,
+        *,
+        node_restricted: bool,
+        clock: Callable[[], datetime.datetime],
+    ) -> None:
+        self._store = store
+        self._streams = streams
+        self._node_restricted = node_restricted
+        self._clock = clock
+        self._verbs: dict[str, Callable[[Call], web.Response]] = {
+            "get": self._get,
+            "list": self._list,
+            "create": self._create,
+            "update": self._update,
+            "patch": self._patch,
+            "delete": self._delete,
+            "deletecollection": self._deletecollection,
+        }
+
+    async def handle(self, request: web.Request, target: ResourcePath) -> web.StreamResponse:
+        verb = self._verb(request, target)
+        request[VERB] = verb
+        user = request[USER]
+        if self._node_restricted and verb not in READ_VERBS:
+            authorize_write(user, verb, target.rt, target.namespace, target.name or "", target.subresource, ())
+        rendering = negotiation.negotiate_resource(request.headers.get("Accept"), streaming=verb == "watch")
+        include_object = tables.parse_include_object(request.query.get("includeObject"))
+        view = View(target.rt, target.version, rendering, include_object, self._clock)
+        if verb == "watch":
+            return await self._streams.serve(request, target, view)
+        body = await request.read() if request.method in ("POST", "PUT", "PATCH", "DELETE") else b""
+        return self._verbs[verb](Call(request, target, view, body))
+
+    @staticmethod
+    def _verb(request: web.Request, target: ResourcePath) -> str:
+        method = request.method
+        if target.legacy_watch:
+            if method != "GET":
+                raise method_not_allowed()
+            return "watch"
+        if method == "GET":
+            if not target.is_collection:
+                return "get"
+            return "watch" if params.boolean(request.query, "watch") else "list"
+        if target.is_collection:
+            if target.rt.namespaced and target.namespace is None:
+                raise method_not_allowed()
+            verbs = {"POST": "create", "DELETE": "deletecollection"}
+        else:
+            verbs = {"PUT": "update", "PATCH": "patch"} | ({} if target.subresource else {"DELETE": "delete"})
+        verb = verbs.get(method)
+        if verb is None:
+            raise method_not_allowed()
+        return verb
+
+    # --- reads -------------------------------------------------------------------------------
+
+    def _get(self, call: Call) -> web.Response:
+        target = call.target
+        return call.respond(200, self._store.get(target.rt, target.namespace, target.name))
+
+    def _list(self, call: Call) -> web.Response:
+        query = call.query
+        result = self._store.list(
+            call.target.rt,
+            call.target.namespace,
+            label_selector=query.get("labelSelector", ""),
+            field_selector=query.get("fieldSelector", ""),
+            limit=params.integer(query, "limit") or 0,
+            continue_token=query.get("continue", ""),
+        )
+        list_meta: dict[str, Any] = {"resourceVersion": result.resource_version}
+        if result.continue_token:
+            list_meta["continue"] = result.continue_token
+        if result.remaining is not None:
+            list_meta["remainingItemCount"] = result.remaining
+        return call.respond_list(result.items, list_meta)
+
+    # --- writes ------------------------------------------------------------------------------
+
+    def _authorize(self, call: Call, verb: str, objects: Iterable[dict[str, Any]]) -> None:
+        target = call.target
+        authorize_write(call.user, verb, target.rt, target.namespace, target.name or "", target.subresource, objects)
+
+    def _judges_objects(self, call: Call) -> bool:
+        """Whether node restriction must see the objects a write touches (only node users are judged on them)."""
+        return self._node_restricted and call.user.node_name is not None
+
+    def _exists(self, target: ResourcePath) -> bool:
+        try:
+            self._store.get(target.rt, target.namespace, target.name)
+        except ApiError as err:
+            if err.code == 404:
+                return False
+            raise
+        return True
+
+    def _create(self, call: Call) -> web.Response:
+        obj, warnings = call.decode()
+        if self._judges_objects(call):
+            self._authorize(call, "create", [obj])
+        created = self._store.create(call.target.rt, call.target.namespace, obj, dry_run=call.dry_run)
+        return call.respond(201, created, warnings)
+
+    def _update(self, call: Call) -> web.Response:
+        target = call.target
+        obj, warnings = call.decode()
+        name = obj["metadata"].get("name")
+        if name != target.name:
+            raise status.bad_request(
+                f"the name of the object ({name or ''}) does not match the name on the URL ({target.name})"
+            )
+        if self._judges_objects(call):
+            self._authorize(call, "update", [self._store.get(target.rt, target.namespace, target.name), obj])
+        updated = self._store.update(
+            target.rt, target.namespace, target.name, obj, subresource=target.subresource, dry_run=call.dry_run
+        )
+        return call.respond(200, updated, warnings)
+
+    def _patch(self, call: Call) -> web.Response:
+        target, query = call.target, call.query
+        patch_type = negotiation.body_media_type(call.request.headers.get("Content-Type"))
+        if patch_type not in patch.accepted_types(target.rt.strategic_merge):
+            raise patch.unsupported_media_type(target.rt.strategic_merge)
+        field_manager = query.get("fieldManager", "")
+        force = params.boolean(query, "force")
+        if force is not None and patch_type != patch.APPLY_PATCH:
+            cause = {
+                "reason": "FieldValueForbidden",
+                "message": "may not be specified for non-apply patch",
+                "field": "force",
+            }
+            raise status.invalid("PatchOptions", "meta.k8s.io", "", [cause])
+        warnings = check_fields(target, patched_fields(patch_type, call.body), params.field_validation(query))
+        created = patch_type == patch.APPLY_PATCH and not self._exists(target)
+
+        def patched(dry_run: bool) -> dict[str, Any]:
+            return self._store.patch(
+                target.rt,
+                target.version,
+                target.namespace,
+                target.name,
+                patch_type,
+                call.body,
+                subresource=target.subresource,
+                field_manager=field_manager,
+                force=bool(force),
+                dry_run=dry_run,
+            )
+
+        if self._judges_objects(call):
+            old = [] if created else [self._store.get(target.rt, target.namespace, target.name)]
+            self._authorize(call, "patch", [*old, patched(True)])
+        return call.respond(201 if created else 200, patched(call.dry_run), warnings)
+
+    def _delete(self, call: Call) -> web.Response:
+        target, rt = call.target, call.target.rt
+        options = call.delete_options()
+        if self._judges_objects(call):
+            self._authorize(call, "delete", [self._store.get(rt, target.namespace, target.name)])
+        deleted = self._store.delete(
+            rt,
+            target.namespace,
+            target.name,
+            grace_period_seconds=options.grace_period_seconds,
+            propagation_policy=options.propagation_policy,
+            preconditions=options.preconditions,
+            dry_run=options.dry_run,
+        )
+        if returns_deleted_object(rt) or options.dry_run or self._exists(target):
+            return call.respond(200, deleted)
+        details = {"name": target.name, **({"group": rt.group} if rt.group else {}), "kind": rt.plural}
+        uid = (deleted.get("metadata") or {}).get("uid")
+        if uid:
+            details["uid"] = uid
+        success = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+        return respond(200, success, negotiation.JSON_RENDERING)
+
+    def _deletecollection(self, call: Call) -> web.Response:
+        target = call.target
+        options = call.delete_options()
+        selectors = {
+            "label_selector": call.query.get("labelSelector", ""),
+            "field_selector": call.query.get("fieldSelector", ""),
+        }
+        if options.dry_run or self._judges_objects(call):
+            deleted = list(self._store.list(target.rt, target.namespace, **selectors).items)
+            if self._judges_objects(call):
+                self._authorize(call, "deletecollection", deleted)
+        if not options.dry_run:
+            deleted = self._store.delete_collection(
+                target.rt,
+                target.namespace,
+                **selectors,
+                grace_period_seconds=options.grace_period_seconds,
+                propagation_policy=options.propagation_policy,
+            )
+        return call.respond_list(deleted, {"resourceVersion": str(self._store.resource_version)})
+
+
+@attrs.frozen
+class Call:
+    """One resource request being served: the HTTP request, what it addresses, how to answer, its body."""
+
+    request: web.Request
+    target: ResourcePath
+    view: View
+    body: bytes
+
+    @property
+    def query(self) -> params.Query:
+        return self.request.query
+
+    @property
+    def user(self) -> User:
+        return self.request[USER]
+
+    @property
+    def dry_run(self) -> bool:
+        return params.dry_run(self.query.getall("dryRun", []))
+
+    def respond(self, code: int, stored: dict[str, Any], warnings: Sequence[str] = ()) -> web.Response:
+        return respond(code, self.view.object(stored), self.view.rendering, warnings)
+
+    def respond_list(self, stored: Sequence[dict[str, Any]], list_meta: dict[str, Any]) -> web.Response:
+        return respond(200, self.view.list(stored, list_meta), self.view.rendering)
+
+    def delete_options(self) -> params.DeleteOptions:
+        body = (
+            negotiation.decode_object(self.request.headers.get("Content-Type"), self.body)
+            if self.body.strip()
+            else None
+        )
+        return params.delete_options(self.query, body)
+
+    def decode(self) -> tuple[dict[str, Any], list[str]]:
+        """The request's object at the storage version, checked against the URL, plus field warnings."""
+        obj = negotiation.decode_object(self.request.headers.get("Content-Type"), self.body)
+        rt = self.target.rt
+        expected = rt.api_version(self.target.version)
+        api_version, kind = obj.get("apiVersion"), obj.get("kind")
+        if api_version and api_version != expected:
+            raise status.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected API version ({expected})"
+            )
+        if kind and kind != rt.kind:
+            raise status.bad_request(f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})")
+        metadata = obj.setdefault("metadata", {})
+        if not isinstance(metadata, dict):
+            raise status.bad_request("metadata must be an object")
+        warnings = check_fields(self.target, obj, params.field_validation(self.query))
+        return conversion.to_storage(rt, {**obj, "apiVersion": expected, "kind": rt.kind}), warnings
+
+
+def check_fields(target: ResourcePath, obj: dict[str, Any] | None, directive: str) -> list[str]:
+    """Unknown fields of ``obj``: refused under Strict, warnings under Warn, ignored under Ignore."""
+    if obj is None or directive == "Ignore":
+        return []
+    unknown = [field for field in openapi.unknown_fields(target.rt, obj) if not field.split(".")[-1].startswith("$")]
+    if not unknown:
+        return []
+    messages = [f'unknown field "{field}"' for field in unknown]
+    if directive == "Strict":
+        kind, version = target.rt.kind, target.version
+        raise status.bad_request(
+            f'{kind} in version "{version}" cannot be handled as a {kind}: strict decoding error: {", ".join(messages)}'
+        )
+    return messages
+
+
+def patched_fields(patch_type: str, body: bytes) -> dict[str, Any] | None:
+    """The top-level and metadata fields a patch sets, as an object skeleton; None when unreadable.
+
+    A malformed patch is left to the store, which reports it precisely.
+    """
+    try:
+        document = yaml.safe_load(body) if patch_type == patch.APPLY_PATCH else json.loads(body)
+    except (ValueError, yaml.YAMLError):
+        return None
+    if isinstance(document, dict):
+        return document
+    if not isinstance(document, list):
+        return None
+    skeleton: dict[str, Any] = {}
+    for operation in document:
+        path = operation.get("path", "") if isinstance(operation, dict) else ""
+        segments = [segment.replace("~1", "/").replace("~0", "~") for segment in str(path).split("/")[1:]]
+        if segments and segments[0] == "metadata" and len(segments) > 1:
+            skeleton.setdefault("metadata", {})[segments[1]] = None
+        elif segments and segments[0]:
+            skeleton[segments[0]] = None
+    return skeleton

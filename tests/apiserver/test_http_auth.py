@@ -1,0 +1,145 @@
+"""Who may talk to the server and how: bearer tokens, node restriction, TLS with the written CA."""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import stat
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import urllib3
+import yaml
+from cryptography import x509
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from kubelet_dra.apiserver.testing import ServerThread
+from kubelet_dra.apiserver.testing import resource_slice_manifest as slice_manifest
+
+SLICES = "/apis/resource.k8s.io/v1/resourceslices"
+
+
+def test_no_token_is_401_exactly_like_kube(apiserver: ServerThread, recorded: Callable[[str], Any]) -> None:
+    response = apiserver.request("GET", "/api/v1/namespaces", token=None)
+    assert response.status == 401
+    assert json.loads(response.data) == recorded("status-unauthorized.json")
+
+
+@pytest.mark.parametrize("path", ["/api/v1/namespaces", "/apis", "/healthz"])
+def test_invalid_token_is_401_everywhere(apiserver: ServerThread, path: str) -> None:
+    assert apiserver.request("GET", path, token="not-a-token").status == 401
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/livez", "/readyz", "/readyz/ping", "/version"])
+def test_health_and_version_need_no_token(apiserver: ServerThread, path: str) -> None:
+    assert apiserver.request("GET", path, token=None).status == 200
+
+
+def test_discovery_needs_a_token(apiserver: ServerThread) -> None:
+    assert apiserver.request("GET", "/apis", token=None).status == 401
+
+
+@pytest.fixture
+def restricted(start_apiserver: Callable[..., ServerThread]) -> ServerThread:
+    server = start_apiserver(node_restricted=True)
+    with server.api_client() as admin:
+        api = client.ResourceV1Api(admin)
+        api.create_resource_slice(slice_manifest("b-slice", node="node-b"))
+        api.create_resource_slice(slice_manifest("a-existing", node="node-a"))
+    return server
+
+
+@pytest.fixture
+def node_a(restricted: ServerThread) -> Iterator[client.ApiClient]:
+    with restricted.api_client(restricted.node_kubeconfig("node-a")) as api:
+        yield api
+
+
+def forbidden(call: Callable[[], Any]) -> str:
+    with pytest.raises(ApiException) as denied:
+        call()
+    assert denied.value.status == 403
+    body = json.loads(denied.value.body)
+    assert body["reason"] == "Forbidden"
+    return body["message"]
+
+
+def test_node_writes_its_own_slices(node_a: client.ApiClient) -> None:
+    api = client.ResourceV1Api(node_a)
+    api.create_resource_slice(slice_manifest("a-new", node="node-a"))
+    api.patch_resource_slice("a-new", {"spec": {"pool": {"generation": 2}}})
+    api.delete_resource_slice("a-new")
+    api.delete_collection_resource_slice(field_selector="spec.nodeName=node-a")
+    assert [s.metadata.name for s in api.list_resource_slice().items] == ["b-slice"]
+
+
+def test_node_may_not_publish_for_another_node(node_a: client.ApiClient) -> None:
+    api = client.ResourceV1Api(node_a)
+    message = forbidden(lambda: api.create_resource_slice(slice_manifest("stolen", node="node-b")))
+    assert "this user running on node 'node-a' may not modify resourceslices on node 'node-b'" in message
+
+
+def test_node_may_not_change_another_nodes_slice(node_a: client.ApiClient) -> None:
+    api = client.ResourceV1Api(node_a)
+    relabel = {"metadata": {"labels": {"owner": "node-a"}}}
+    forbidden(lambda: api.patch_resource_slice("b-slice", relabel))
+    current = api.read_resource_slice("b-slice")
+    current.metadata.labels = {"owner": "node-a"}
+    forbidden(lambda: api.replace_resource_slice("b-slice", current))
+    assert api.read_resource_slice("b-slice").metadata.labels is None
+
+
+def test_node_may_not_touch_another_nodes_slices(node_a: client.ApiClient) -> None:
+    api = client.ResourceV1Api(node_a)
+    forbidden(lambda: api.delete_resource_slice("b-slice"))
+    forbidden(lambda: api.delete_collection_resource_slice())
+    assert len(api.list_resource_slice().items) == 2
+
+
+def test_node_reads_everything_but_writes_nothing_else(node_a: client.ApiClient) -> None:
+    core = client.CoreV1Api(node_a)
+    assert {ns.metadata.name for ns in core.list_namespace().items} >= {"default"}
+    message = forbidden(lambda: core.create_namespaced_config_map("default", {"metadata": {"name": "x"}}))
+    assert message == (
+        'configmaps is forbidden: User "system:node:node-a" cannot create resource "configmaps" '
+        'in API group "" in the namespace "default"'
+    )
+
+
+def test_admin_is_not_restricted(restricted: ServerThread) -> None:
+    with restricted.api_client() as admin:
+        client.ResourceV1Api(admin).delete_resource_slice("b-slice")
+
+
+def test_kubeconfig_is_private_and_carries_the_ca(apiserver: ServerThread) -> None:
+    path = Path(apiserver.kubeconfig)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    document = yaml.safe_load(path.read_text())
+    cluster = document["clusters"][0]["cluster"]
+    assert cluster["server"] == apiserver.url
+    assert base64.b64decode(cluster["certificate-authority-data"]) == apiserver.server.ca_cert
+    assert document["users"][0]["user"]["token"] == apiserver.server.admin_token
+
+
+def test_serving_certificate_verifies_with_the_ca_for_loopback_names(apiserver: ServerThread) -> None:
+    port = int(apiserver.url.rsplit(":", 1)[1])
+    pem = ssl.get_server_certificate(("127.0.0.1", port))
+    names = x509.load_pem_x509_certificate(pem.encode()).extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    assert {str(ip) for ip in names.value.get_values_for_type(x509.IPAddress)} >= {"127.0.0.1", "::1"}
+    assert "localhost" in names.value.get_values_for_type(x509.DNSName)
+    verified = urllib3.PoolManager(ca_certs=str(apiserver.server.ca_cert_path))
+    assert verified.request("GET", f"https://localhost:{port}/healthz", retries=False).status == 200
+    with pytest.raises(urllib3.exceptions.SSLError):
+        urllib3.PoolManager().request("GET", f"{apiserver.url}/healthz", retries=False)
+
+
+def test_plain_http_only_when_asked(start_apiserver: Callable[..., ServerThread]) -> None:
+    server = start_apiserver(tls=False)
+    assert server.url.startswith("http://") and server.server.ca_cert_path is None
+    assert "certificate-authority-data" not in Path(server.kubeconfig).read_text()
+    with server.api_client() as api:
+        assert client.VersionApi(api).get_code().git_version.endswith("-kubelet-dra")
