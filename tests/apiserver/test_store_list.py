@@ -13,11 +13,11 @@ from test_store_support import (
     make_store,
     names,
     pod,
-    resource_slice,
 )
 
 from kubelet_dra.apiserver.status import ApiError
 from kubelet_dra.apiserver.store import SNAPSHOT_TTL, ContinueExpired, Store
+from kubelet_dra.apiserver.testing import resource_slice_manifest as resource_slice
 
 
 def _labelled_store() -> Store:

@@ -17,7 +17,6 @@ from test_store_support import (
     make_store,
     owner_reference,
     pod,
-    resource_slice,
 )
 
 from kubelet_dra.apiserver.patch import (
@@ -29,6 +28,7 @@ from kubelet_dra.apiserver.patch import (
 )
 from kubelet_dra.apiserver.status import ApiError
 from kubelet_dra.apiserver.store import Store
+from kubelet_dra.apiserver.testing import resource_slice_manifest as resource_slice
 
 
 def _patch(store: Store, rt: Any, name: str, patch_type: str, patch: Any, **options: Any) -> dict[str, Any]:

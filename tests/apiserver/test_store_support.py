@@ -60,20 +60,6 @@ def pod(name: str, *, node: str = "", spec: dict[str, Any] | None = None, **meta
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, **metadata}, "spec": pod_spec}
 
 
-def resource_slice(name: str, node: str, *, driver: str = "gpu.example.com") -> dict[str, Any]:
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceSlice",
-        "metadata": {"name": name},
-        "spec": {
-            "nodeName": node,
-            "driver": driver,
-            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-            "devices": [{"name": "gpu-0"}],
-        },
-    }
-
-
 def owner_reference(owner: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": owner["apiVersion"],
