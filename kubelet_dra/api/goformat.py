@@ -1,8 +1,10 @@
-"""Go's ``%q`` formatting, so kubelet error texts can be reproduced byte for byte."""
+"""Go's formatting of quoted strings and gRPC errors, so kubelet error texts can be reproduced byte for byte."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+
+import grpc
 
 _ESCAPES = {"\a": r"\a", "\b": r"\b", "\f": r"\f", "\n": r"\n", "\r": r"\r", "\t": r"\t", "\v": r"\v"}
 
@@ -28,3 +30,15 @@ def _quote_rune(char: str) -> str:
     if code < 0x80:
         return f"\\x{code:02x}"
     return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def go_rpc_error(err: grpc.aio.AioRpcError) -> str:
+    """A gRPC error as grpc-go prints it, which is how it appears in kubelet messages."""
+    code = err.code()
+    name = {grpc.StatusCode.OK: "OK", grpc.StatusCode.CANCELLED: "Canceled"}.get(
+        code, code.name.title().replace("_", "")
+    )
+    details = err.details() or ""
+    if code is grpc.StatusCode.DEADLINE_EXCEEDED and details == "Deadline Exceeded":
+        details = "context deadline exceeded"  # what a Go client reports for its own deadline
+    return f"rpc error: code = {name} desc = {details}"

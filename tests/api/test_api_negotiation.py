@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import grpc
 import pytest
 
-from kubelet_dra.api.goformat import go_quote, go_quote_list
+from kubelet_dra.api.dra_v1_pb2 import NodePrepareResourcesRequest
+from kubelet_dra.api.goformat import go_quote, go_quote_list, go_rpc_error
 from kubelet_dra.api.services import DRA_V1, DRA_V1ALPHA4, DRA_V1BETA1, negotiate
 from kubelet_dra.errors import DriverError, KubeletDRAError
 
@@ -93,3 +95,13 @@ def test_go_quote_matches_go(text, quoted):
 def test_go_quote_list_matches_go():
     assert go_quote_list([]) == "[]"
     assert go_quote_list(["1.0.0", "x y"]) == '["1.0.0" "x y"]'
+
+
+async def test_grpc_errors_read_as_grpc_go_prints_them(tmp_path):
+    """Kubelet messages embed grpc-go's text, e.g. ``rpc error: code = Unavailable desc = ...``."""
+    async with grpc.aio.insecure_channel(f"unix:{tmp_path}/nobody-listens.sock") as channel:
+        with pytest.raises(grpc.aio.AioRpcError) as failure:
+            await DRA_V1.stub(channel).NodePrepareResources(NodePrepareResourcesRequest(), timeout=5)
+    text = go_rpc_error(failure.value)
+    assert text.startswith("rpc error: code = Unavailable desc = ")
+    assert "nobody-listens.sock" in text

@@ -1,0 +1,212 @@
+"""``Node``: one simulated kubelet's DRA side, the composition root everything else runs in-process.
+
+It wires the registration plugin manager (watcher, reconciler, handshake) to the DRA plugin
+manager (instances, gRPC clients, call recorder, health) and the ResourceSlice wiper, and owns
+their lifetimes::
+
+    async with Node("node-1", "/tmp/reg", kubeconfig="kubeconfig.yaml") as node:
+        await node.wait_for(lambda: node.plugins.instances("gpu.example.com"))
+
+Without a kubeconfig (or ``kube`` client) the node runs standalone, like a kubelet without an
+API client: nothing is wiped. With one, the Node object is created if missing (as the kubelet
+registers its node) and all of the node's ResourceSlices are wiped at start, in the background.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+from types import TracebackType
+from typing import Protocol
+
+import attrs
+
+from kubelet_dra.kube.client import KubeApiError, KubeClient, api_path
+from kubelet_dra.log import get_logger
+from kubelet_dra.plugins import (
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_HEALTH_RESTART_DELAY,
+    DEFAULT_WIPING_DELAY,
+    PLUGIN_TYPE,
+    CallRecorder,
+    DRAPluginManager,
+    HealthCache,
+    PluginInstance,
+    PluginMap,
+)
+from kubelet_dra.registration import Diagnosis, HandshakeTimeouts, PluginManager, SocketState
+from kubelet_dra.slices import ResourceSliceWiper, WipeOutcome
+
+
+class Clock(Protocol):
+    """Wall-clock seconds and sleeping; tests pass a clock they advance by hand."""
+
+    def time(self) -> float: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    def time(self) -> float:
+        return time.time()
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+@attrs.frozen
+class NodeOptions:
+    """How the simulated kubelet behaves; defaults are v1.36's."""
+
+    wiping_delay: float = DEFAULT_WIPING_DELAY
+    call_timeout: float = DEFAULT_CALL_TIMEOUT
+    kubelet_timing: bool = False
+    """Reconcile every second like the kubelet instead of reacting to changes at once."""
+    plugin_map: PluginMap = PluginMap.INSTANCES
+    legacy_services: bool = False
+    """Accept the ≤1.32 service identifiers and fall back to v1alpha4 (``1.0.0``)."""
+    record_calls: str | None = None
+    """Also append every call record to this JSON-lines file."""
+    health: bool = True
+    """Follow ``NodeWatchResources`` per instance (the ResourceHealthStatus gate, on in 1.36)."""
+    health_restart_delay: float = DEFAULT_HEALTH_RESTART_DELAY
+    handshake: HandshakeTimeouts = attrs.field(factory=HandshakeTimeouts)
+    register_node: bool = True
+    """Create the Node object in the API server when it does not exist."""
+
+
+class Node:
+    def __init__(
+        self,
+        node_name: str,
+        registry_dir: str,
+        *,
+        kubeconfig: str | None = None,
+        kube: KubeClient | None = None,
+        options: NodeOptions | None = None,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.name = node_name
+        self.options = options = options or NodeOptions()
+        self._clock = clock or SystemClock()
+        self._log = get_logger("node", node=node_name)
+        self._changed = asyncio.Event()
+        self._own_kube = kube is None and kubeconfig is not None
+        self.kube = kube if kube is not None else KubeClient.from_kubeconfig(kubeconfig) if kubeconfig else None
+        self.recorder = CallRecorder(options.record_calls)
+        self.health = HealthCache(clock=self._clock.time, log=self._log) if options.health else None
+        self.wiper = ResourceSliceWiper(self.kube, node_name, sleep=self._clock.sleep, rng=rng) if self.kube else None
+        self.plugins = DRAPluginManager(
+            recorder=self.recorder,
+            clock=self._clock.time,
+            sleep=self._clock.sleep,
+            wipe=self.wiper.wipe if self.wiper else None,
+            wiping_delay=options.wiping_delay,
+            call_timeout=options.call_timeout,
+            plugin_map=options.plugin_map,
+            legacy_services=options.legacy_services,
+            health=self.health,
+            health_restart_delay=options.health_restart_delay,
+            on_change=self._notify,
+        )
+        self.registration = PluginManager(
+            registry_dir,
+            {PLUGIN_TYPE: self.plugins},
+            kubelet_timing=options.kubelet_timing,
+            timeouts=options.handshake,
+            clock=self._clock.time,
+            sleep=self._clock.sleep,
+            on_change=self._notify,
+        )
+        self.startup_wipe: asyncio.Task[WipeOutcome] | None = None
+
+    async def __aenter__(self) -> Node:
+        self._log.info(
+            "Starting simulated node",
+            registryDir=self.registration.registry_dir,
+            apiServer=self.kube.host if self.kube else "none (standalone, no ResourceSlice wiping)",
+        )
+        if self.kube is not None and self.options.register_node:
+            await self._register_node(self.kube)
+        if self.wiper is not None:
+            self.startup_wipe = asyncio.create_task(self._startup_wipe(self.wiper), name="startup wipe")
+        try:
+            await self.registration.start()
+        except BaseException:
+            await self._shutdown()
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.registration.stop()
+        await self._shutdown()
+        self._log.info("Stopped simulated node")
+
+    # --- state for people and tools ---
+
+    def registrations(self) -> list[SocketState]:
+        """Every registration socket the node knows and where it stands."""
+        return self.registration.sockets()
+
+    def diagnoses(self) -> dict[str, Diagnosis]:
+        """Socket path → why its last registration attempt failed (cleared by success or removal)."""
+        return self.registration.diagnoses()
+
+    def instances(self, driver_name: str | None = None) -> list[PluginInstance]:
+        return self.plugins.instances(driver_name)
+
+    def chosen_services(self) -> dict[tuple[str, str], str]:
+        """(driver name, endpoint) → advertised identifier of the service negotiated for that instance."""
+        return {(i.driver_name, i.endpoint): i.chosen_service for i in self.plugins.instances()}
+
+    def pending_wipes(self) -> dict[str, float]:
+        """Driver → when its ResourceSlices will be wiped unless it becomes usable first."""
+        return self.plugins.wipes.pending() if self.plugins.wipes else {}
+
+    async def wait_for(self, predicate: Callable[[], object], timeout: float = 10.0) -> None:
+        """Wait until ``predicate()`` is true; it is re-checked after every change of the node's state.
+
+        Raises ``TimeoutError`` after ``timeout`` seconds of real time.
+        """
+        async with asyncio.timeout(timeout):
+            while not predicate():
+                await self._changed.wait()
+
+    # --- internals ---
+
+    def _notify(self) -> None:
+        """Wake every ``wait_for``: set the current event and start a fresh one for the next change."""
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    async def _register_node(self, kube: KubeClient) -> None:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": self.name, "labels": {"kubernetes.io/hostname": self.name}},
+        }
+        try:
+            await kube.request("POST", api_path("", "v1", "nodes"), body=body)
+        except KubeApiError as err:
+            if not err.conflict:
+                self._log.warning("Cannot create the Node object; wiping waits for it", err=str(err))
+            return
+        self._log.info("Registered Node object")
+
+    async def _startup_wipe(self, wiper: ResourceSliceWiper) -> WipeOutcome:
+        outcome = await wiper.wipe()
+        self._notify()
+        return outcome
+
+    async def _shutdown(self) -> None:
+        if self.startup_wipe is not None:
+            self.startup_wipe.cancel()
+            await asyncio.wait([self.startup_wipe])
+        await self.plugins.close()
+        if self._own_kube and self.kube is not None:
+            self.kube.close()

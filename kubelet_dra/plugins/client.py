@@ -1,0 +1,145 @@
+"""Calls to one DRA driver instance: the negotiated service, deadlines, request IDs, the call recorder.
+
+Callers work in v1 messages; a plugin that negotiated v1beta1 (or, with the legacy flag,
+v1alpha4) gets its own version on the wire and its answers come back as v1 (SPEC.md §3.4).
+Every call and stream takes the next request ID of this process, which appears in each log
+line about it and in its record.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+from google.protobuf.message import Message
+
+from kubelet_dra.api import dra_health_v1alpha1_pb2 as health_pb2
+from kubelet_dra.api import dra_v1_pb2
+from kubelet_dra.api.convert import to_service
+from kubelet_dra.api.services import DRA_HEALTH, DRA_V1, Service
+from kubelet_dra.log import Logger
+from kubelet_dra.plugins.recorder import CallRecord, CallRecorder, message_json
+
+DEFAULT_CALL_TIMEOUT = 45.0
+
+_request_ids = itertools.count(1)
+
+
+def next_request_id() -> int:
+    """The process-wide request ID counter shared by all calls and streams."""
+    return next(_request_ids)
+
+
+class DRAClient:
+    def __init__(
+        self,
+        *,
+        driver: str,
+        endpoint: str,
+        channel: grpc.aio.Channel,
+        service: Service,
+        recorder: CallRecorder,
+        log: Logger,
+        call_timeout: float = DEFAULT_CALL_TIMEOUT,
+    ) -> None:
+        self.driver = driver
+        self.endpoint = endpoint
+        self.service = service
+        self.call_timeout = call_timeout
+        self._stub = service.stub(channel)
+        self._health_stub = DRA_HEALTH.stub(channel)
+        self._recorder = recorder
+        self._log = log
+
+    async def node_prepare_resources(
+        self, request: dra_v1_pb2.NodePrepareResourcesRequest
+    ) -> dra_v1_pb2.NodePrepareResourcesResponse:
+        return await self._unary("NodePrepareResources", request)  # type: ignore[return-value]
+
+    async def node_unprepare_resources(
+        self, request: dra_v1_pb2.NodeUnprepareResourcesRequest
+    ) -> dra_v1_pb2.NodeUnprepareResourcesResponse:
+        return await self._unary("NodeUnprepareResources", request)  # type: ignore[return-value]
+
+    async def node_watch_resources(self, handle: Callable[[health_pb2.NodeWatchResourcesResponse], None]) -> None:
+        """Follow the health stream (no deadline), passing each message to ``handle``, until it ends.
+
+        Raises ``grpc.aio.AioRpcError`` when the stream fails, including ``UNIMPLEMENTED`` for
+        drivers without the health service.
+        """
+        method = DRA_HEALTH.method_path("NodeWatchResources")
+        request = health_pb2.NodeWatchResourcesRequest()
+        request_id = next_request_id()
+        log = self._log.with_values(requestID=request_id, method=method)
+        log.v(6).info("Opening stream", request=message_json(request))
+        received: list[dict[str, Any]] = []
+        started, clock = time.time(), time.monotonic()
+        status, details = "OK", ""
+        call = self._health_stub.NodeWatchResources(request)
+        try:
+            async for response in call:
+                log.v(6).info("Stream message", response=message_json(response))
+                received.append(message_json(response))
+                handle(response)
+        except grpc.aio.AioRpcError as err:
+            status, details = err.code().name, err.details() or ""
+            raise
+        except BaseException:
+            status, details = "CANCELLED", "stream closed by kubelet-dra"
+            call.cancel()
+            raise
+        finally:
+            log.v(6).info("Stream ended", status=status, details=details)
+            self._record(request_id, method, True, request, received, status, details, started, clock)
+
+    async def _unary(self, method: str, request: Message) -> Message:
+        path = self.service.method_path(method)
+        wire_request = to_service(request, self.service)
+        request_id = next_request_id()
+        log = self._log.with_values(requestID=request_id, method=path)
+        log.v(6).info("Calling", request=message_json(wire_request))
+        started, clock = time.time(), time.monotonic()
+        status, details, answer = "OK", "", None
+        try:
+            response = await getattr(self._stub, method)(wire_request, timeout=self.call_timeout)
+        except grpc.aio.AioRpcError as err:
+            status, details = err.code().name, err.details() or ""
+            log.v(6).info("Call failed", status=status, details=details)
+            raise
+        else:
+            answer = message_json(response)
+            log.v(6).info("Call done", response=answer)
+        finally:
+            self._record(request_id, path, False, wire_request, answer, status, details, started, clock)
+        return to_service(response, DRA_V1)
+
+    def _record(
+        self,
+        request_id: int,
+        method: str,
+        streaming: bool,
+        request: Message,
+        response: dict[str, Any] | list[dict[str, Any]] | None,
+        status: str,
+        details: str,
+        started: float,
+        clock: float,
+    ) -> None:
+        self._recorder.add(
+            CallRecord(
+                request_id=request_id,
+                driver=self.driver,
+                endpoint=self.endpoint,
+                method=method,
+                streaming=streaming,
+                request=message_json(request),
+                response=response,
+                status=status,
+                details=details,
+                started_at=started,
+                duration=time.monotonic() - clock,
+            )
+        )

@@ -1,0 +1,85 @@
+"""Every gRPC call and stream made to a DRA driver, as data: queryable in-process, exportable as JSON lines.
+
+A record holds the full method, the request and response as JSON (protobuf's JSON mapping, as
+they went over the wire, i.e. in the plugin's API version), the gRPC status, the duration, the
+per-process request ID, and which driver instance was called.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import attrs
+from google.protobuf import json_format
+from google.protobuf.message import Message
+
+from kubelet_dra.errors import ConfigError
+
+
+def message_json(message: Message) -> dict[str, Any]:
+    """A protobuf message as JSON with the ``.proto`` field names, defaults included."""
+    return json_format.MessageToDict(
+        message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+    )
+
+
+@attrs.frozen
+class CallRecord:
+    request_id: int
+    driver: str
+    endpoint: str
+    method: str
+    """Full method path, e.g. ``/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources``."""
+    streaming: bool
+    request: dict[str, Any]
+    response: dict[str, Any] | list[dict[str, Any]] | None
+    """The response; for a stream the list of messages received; ``None`` when the call failed."""
+    status: str
+    """gRPC status code name: ``OK``, ``UNAVAILABLE``, ``DEADLINE_EXCEEDED`` …"""
+    details: str
+    started_at: float
+    """Wall-clock start, seconds since the epoch."""
+    duration: float
+
+    def to_json(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+class CallRecorder:
+    """Keeps all records in memory; with ``path``, also appends each one to that JSON-lines file as it ends."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self._records: list[CallRecord] = []
+        self.path = Path(path) if path else None
+        if self.path is not None:
+            try:
+                self.path.touch()
+            except OSError as err:
+                raise ConfigError(
+                    f"cannot write the call record file: {err.strerror}",
+                    where=str(self.path),
+                    fix="pass a writable file path to --record-calls",
+                ) from err
+
+    def add(self, record: CallRecord) -> None:
+        self._records.append(record)
+        if self.path is not None:
+            with self.path.open("a", encoding="utf-8") as sink:
+                sink.write(json.dumps(record.to_json(), sort_keys=True) + "\n")
+
+    def records(self, *, driver: str | None = None, method: str | None = None) -> list[CallRecord]:
+        """Records in completion order; ``method`` matches the full path or just the method name."""
+        return [
+            record
+            for record in self._records
+            if (driver is None or record.driver == driver)
+            and (method is None or record.method == method or record.method.rsplit("/", 1)[-1] == method)
+        ]
+
+    def export_jsonl(self, path: str | Path) -> None:
+        """Write every record so far to ``path``, one JSON document per line."""
+        with Path(path).open("w", encoding="utf-8") as out:
+            for record in self._records:
+                out.write(json.dumps(record.to_json(), sort_keys=True) + "\n")

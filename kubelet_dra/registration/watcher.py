@@ -1,0 +1,166 @@
+"""The plugin watcher: inotify on the registry directory and its sub-directories → desired state.
+
+Rules are the kubelet's (SPEC.md §2.2): at start the directory tree is walked (dot-named
+directories included) and every socket in it counts as created; at run time a created or
+moved-in socket is added (never when its name starts with a dot), a created directory is
+walked, a removed path is dropped, and a socket moved *out* is ignored, so it stays registered.
+Nothing polls: the event loop wakes only when the kernel reports a change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+from asyncinotify import Event, Inotify, Mask
+
+from kubelet_dra.errors import ConfigError
+from kubelet_dra.log import Logger
+from kubelet_dra.registration.state import DesiredStateOfWorld
+
+WATCH_MASK = Mask.CREATE | Mask.MOVED_TO | Mask.DELETE | Mask.DELETE_SELF | Mask.MOVED_FROM
+REGISTRY_DIR_MODE = 0o755
+
+IgnoredCallback = Callable[[str, str], None]
+"""Called with (path, reason) for sockets the kubelet would never register."""
+
+
+class _WalkAborted(Exception):
+    """The directory walk stopped early, as the kubelet's does."""
+
+
+def _ignore(path: str, reason: str) -> None:
+    return None
+
+
+def is_socket(path: str) -> bool:
+    """Whether ``path`` is (or, following symlinks, points to) a Unix-domain socket."""
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+class PluginWatcher:
+    """Keeps ``desired`` in step with the sockets under ``path``."""
+
+    def __init__(
+        self, path: str, desired: DesiredStateOfWorld, *, log: Logger, on_ignored: IgnoredCallback = _ignore
+    ) -> None:
+        self.path = os.path.abspath(path)
+        self._desired = desired
+        self._log = log
+        self._on_ignored = on_ignored
+        self._inotify: Inotify | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Create and watch the directory, register what is already there, then follow changes."""
+        self._log.info("Plugin Watcher Start", path=self.path)
+        try:
+            os.makedirs(self.path, REGISTRY_DIR_MODE, exist_ok=True)
+            self._inotify = Inotify()
+            self._inotify.add_watch(self.path, WATCH_MASK)
+            self._traverse(self.path)
+        except (OSError, _WalkAborted) as err:
+            self._close_inotify()
+            raise ConfigError(
+                f"cannot watch the plugin registry directory: {err}",
+                where=self.path,
+                fix="pass a --registry-dir this user can create and read",
+            ) from err
+        self._task = asyncio.create_task(self._follow(), name="plugin watcher")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.wait([self._task])
+            self._task = None
+        self._close_inotify()
+
+    def _close_inotify(self) -> None:
+        if self._inotify is not None:
+            self._inotify.close()
+            self._inotify = None
+
+    async def _follow(self) -> None:
+        assert self._inotify is not None
+        async for event in self._inotify:
+            self._handle(event)
+
+    def _handle(self, event: Event) -> None:
+        if Mask.Q_OVERFLOW in event.mask:
+            self._log.error("inotify event queue overflowed; socket changes were lost", path=self.path)
+            return
+        path = event.path
+        if path is None or Mask.IGNORED in event.mask:
+            return
+        name = str(path)
+        if event.mask & (Mask.CREATE | Mask.MOVED_TO):
+            self._handle_create(name)
+        elif event.mask & (Mask.DELETE | Mask.DELETE_SELF):
+            self._log.v(6).info("Handling delete event", path=name)
+            self._desired.remove(name)
+        elif Mask.MOVED_FROM in event.mask:
+            self._log.v(5).info("Ignoring rename (moved out)", path=name)
+            if self._desired.get(name) is not None:
+                self._on_ignored(name, "moved out of its path; the kubelet ignores renames, so it stays registered")
+
+    def _handle_create(self, path: str) -> None:
+        self._log.v(6).info("Handling create event", path=path)
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as err:
+            self._log.error("Error when handling create event", err, path=path)
+            return
+        if os.path.basename(path).startswith("."):
+            self._log.v(5).info("Ignoring file (starts with '.')", path=path)
+            if stat.S_ISSOCK(mode):
+                self._on_ignored(path, "its name starts with '.'")
+            return
+        if stat.S_ISDIR(mode):
+            try:
+                self._traverse(path)
+            except _WalkAborted as err:
+                self._log.error("Error when traversing a new directory", err, path=path)
+        elif stat.S_ISSOCK(mode):
+            self._log.v(2).info("Adding socket path or updating timestamp to desired state cache", path=path)
+            self._desired.add_or_update(path)
+        else:
+            self._log.v(5).info("Ignoring non socket file", path=path)
+
+    def _traverse(self, directory: str, *, top: bool = True) -> None:
+        """Watch ``directory`` and its sub-directories, registering sockets, in lexical order.
+
+        As in the kubelet, an unreadable top directory or a sub-directory that cannot be watched
+        aborts the rest of the walk (``_WalkAborted``); other unreadable entries are skipped.
+        """
+        if directory != self.path:
+            assert self._inotify is not None
+            try:
+                self._inotify.add_watch(directory, WATCH_MASK)
+            except OSError as err:
+                raise _WalkAborted(f"failed to watch {directory}, err: {err.strerror}") from err
+        try:
+            entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+        except OSError as err:
+            if top:
+                raise _WalkAborted(f"error accessing path: {directory} error: {err.strerror}") from err
+            self._log.error("Error accessing path", err, path=directory)
+            return
+        for entry in entries:
+            path = str(Path(directory) / entry.name)
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError as err:
+                self._log.error("Error accessing path", err, path=path)
+                continue
+            if is_dir:
+                self._traverse(path, top=False)
+            elif is_socket(path):
+                self._handle_create(path)
+            else:
+                self._log.v(5).info("Ignoring file", path=path)

@@ -1,0 +1,39 @@
+"""The apimachinery ``wait.Backoff`` the kubelet retries ResourceSlice wiping with, step for step.
+
+Each step returns the current duration (with jitter) and multiplies it by the factor; when the
+next duration would exceed the cap it is capped *and the remaining steps drop to zero*. With the
+kubelet's numbers (1 s, ×2, jitter 0.2, cap 300 s, 100 steps) that means 9 attempts at nominal
+0, 1, 3, 7, …, 255 s, a last wait of ≈256 s, then giving up (SPEC.md §3.6).
+"""
+
+from __future__ import annotations
+
+import random
+
+import attrs
+
+
+@attrs.define
+class Backoff:
+    duration: float = 1.0
+    factor: float = 2.0
+    jitter: float = 0.2
+    cap: float = 300.0
+    steps: int = 100
+    rng: random.Random = attrs.field(factory=random.Random, repr=False)
+
+    def step(self) -> float:
+        """The next wait; advances the backoff."""
+        if self.steps < 1:
+            return self._jittered(self.duration)
+        self.steps -= 1
+        duration = self.duration
+        self.duration *= self.factor
+        if self.duration > self.cap:
+            self.duration = self.cap
+            self.steps = 0
+        return self._jittered(duration)
+
+    def _jittered(self, duration: float) -> float:
+        """``duration`` stretched by up to ``jitter`` (uniformly), like apimachinery's ``wait.Jitter``."""
+        return duration + self.rng.random() * self.jitter * duration if self.jitter > 0 else duration

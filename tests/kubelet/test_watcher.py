@@ -1,0 +1,148 @@
+"""The plugin watcher against a real directory tree and real inotify events."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from kubelet_dra.errors import ConfigError
+from kubelet_dra.log import get_logger
+from kubelet_dra.registration.state import DesiredStateOfWorld
+from kubelet_dra.registration.watcher import PluginWatcher
+
+
+def make_socket(path: Path) -> Path:
+    """A bound (not listening) Unix socket file, as a driver leaves behind before serving."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(path))
+    sock.close()
+    return path
+
+
+class Watched:
+    """A watcher on ``registry`` with a way to wait for the desired state to reach a condition."""
+
+    def __init__(self, registry: Path) -> None:
+        self.changed = asyncio.Event()
+        self.ignored: list[tuple[str, str]] = []
+        self.desired = DesiredStateOfWorld(clock=lambda: 0.0, on_change=self.changed.set)
+        self.watcher = PluginWatcher(str(registry), self.desired, log=get_logger("test"), on_ignored=self._ignored)
+
+    def _ignored(self, path: str, reason: str) -> None:
+        self.ignored.append((path, reason))
+        self.changed.set()
+
+    def paths(self) -> set[str]:
+        return {plugin.socket_path for plugin in self.desired.plugins()}
+
+    async def until(self, predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+        async with asyncio.timeout(timeout):
+            while not predicate():
+                self.changed.clear()
+                await self.changed.wait()
+
+    async def quiet(self) -> None:
+        """Give inotify a moment to deliver events that must *not* change anything."""
+        await asyncio.sleep(0.1)
+
+
+@pytest.fixture
+async def watched(registry: Path) -> AsyncIterator[Watched]:
+    registry.mkdir(parents=True, exist_ok=True)
+    w = Watched(registry)
+    yield w
+    await w.watcher.stop()
+
+
+async def test_initial_walk_finds_sockets_in_subdirectories_and_dot_directories(registry: Path, watched: Watched):
+    top = make_socket(registry / "a-reg.sock")
+    nested = make_socket(registry / "sub" / "deeper" / "b.sock")
+    in_dot_dir = make_socket(registry / ".hidden" / "c.sock")
+    make_socket(registry / ".dot.sock")
+    (registry / "plain-file").write_text("not a socket")
+
+    await watched.watcher.start()
+
+    assert watched.paths() == {str(top), str(nested), str(in_dot_dir)}
+    assert [path for path, _ in watched.ignored] == [str(registry / ".dot.sock")]
+
+
+async def test_create_remove_and_recreate(registry: Path, watched: Watched):
+    await watched.watcher.start()
+    path = make_socket(registry / "drv-reg.sock")
+    await watched.until(lambda: str(path) in watched.paths())
+    first_uuid = watched.desired.get(str(path)).uuid
+
+    path.unlink()
+    await watched.until(lambda: str(path) not in watched.paths())
+
+    make_socket(path)
+    await watched.until(lambda: str(path) in watched.paths())
+    assert watched.desired.get(str(path)).uuid != first_uuid
+
+
+async def test_runtime_rules_for_dot_names_files_and_new_directories(registry: Path, watched: Watched):
+    await watched.watcher.start()
+    make_socket(registry / ".dot-reg.sock")
+    (registry / "file.sock").write_text("")
+    make_socket(registry / ".dotdir" / "inside.sock")
+    new_dir = registry / "newdir"
+    new_dir.mkdir()
+    later = make_socket(new_dir / "later.sock")
+
+    await watched.until(lambda: str(later) in watched.paths())
+    await watched.quiet()
+    assert watched.paths() == {str(later)}
+    assert str(registry / ".dot-reg.sock") in [path for path, _ in watched.ignored]
+
+
+async def test_new_directory_with_socket_already_inside_is_walked(registry: Path, tmp: Path, watched: Watched):
+    await watched.watcher.start()
+    outside = make_socket(tmp / "staging" / "x.sock")
+    os.rename(outside.parent, registry / "moved-in")
+    moved = registry / "moved-in" / "x.sock"
+    await watched.until(lambda: str(moved) in watched.paths())
+
+
+async def test_socket_moved_out_stays_desired_and_moved_in_is_added(registry: Path, tmp: Path, watched: Watched):
+    await watched.watcher.start()
+    path = make_socket(registry / "drv-reg.sock")
+    await watched.until(lambda: str(path) in watched.paths())
+
+    os.rename(path, tmp / "elsewhere.sock")
+    await watched.until(lambda: bool(watched.ignored))
+    assert str(path) in watched.paths()
+
+    os.rename(tmp / "elsewhere.sock", registry / "back.sock")
+    await watched.until(lambda: str(registry / "back.sock") in watched.paths())
+
+
+async def test_missing_registry_dir_is_created_with_0755(tmp: Path):
+    registry = tmp / "does" / "not" / "exist"
+    w = Watched(registry)
+    await w.watcher.start()
+    try:
+        assert registry.is_dir()
+        assert registry.stat().st_mode & 0o777 == 0o755 & ~current_umask()
+    finally:
+        await w.watcher.stop()
+
+
+async def test_unusable_registry_dir_is_a_config_error(tmp: Path):
+    blocker = tmp / "file"
+    blocker.write_text("")
+    w = Watched(blocker / "registry")
+    with pytest.raises(ConfigError, match="cannot watch the plugin registry directory"):
+        await w.watcher.start()
+
+
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
