@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 from collections.abc import Callable
@@ -207,7 +208,8 @@ def _print(args: argparse.Namespace, data: dict[str, Any]) -> None:
         output.print_json(data)
         return
     for key, value in data.items():
-        output.console().print(f"{key}={value}", markup=False)
+        text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+        output.console().print(f"{key}={text}", markup=False)
     if not data:
         output.console().print("(none)")
 
