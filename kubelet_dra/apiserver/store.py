@@ -15,12 +15,9 @@ The store is used from the event loop's thread only, so it takes no locks.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import bisect
 import collections
 import itertools
-import json
 import random
 import uuid
 from collections.abc import Callable, Iterator
@@ -29,8 +26,9 @@ from typing import Any
 
 import attrs
 
-from kubelet_dra.apiserver import conversion, defaults, selectors, status, validation
+from kubelet_dra.apiserver import conversion, defaults, paging, selectors, status, validation
 from kubelet_dra.apiserver import patch as patches
+from kubelet_dra.apiserver.paging import ListResult, View
 from kubelet_dra.apiserver.persistence import Persistence
 from kubelet_dra.apiserver.resources import RESOURCES, ResourceType
 from kubelet_dra.apiserver.status import ApiError
@@ -55,16 +53,6 @@ DEFAULT_GRACE_PERIOD_SECONDS = 30
 FOREGROUND_FINALIZER = "foregroundDeletion"
 PROPAGATION_POLICIES = ("Foreground", "Background", "Orphan")
 OPTIMISTIC_LOCK_MESSAGE = "the object has been modified; please apply your changes to the latest version and try again"
-CONTINUE_EXPIRED_MESSAGE = (
-    "The provided continue parameter is too old to display a consistent list result. You can start a new list "
-    "without the continue parameter, or use the continue token in this response to retrieve the remainder of the "
-    "results. Continuing with the provided token results in an inconsistent list - objects that were created, "
-    "modified, or deleted between the time the first chunk was returned and now may show up in the list."
-)
-# Paged lists read from a snapshot kept this long (like etcd's compaction window), at most this many at once.
-SNAPSHOT_TTL = timedelta(minutes=5)
-MAX_SNAPSHOTS = 64
-_CONTINUE_VERSION = "meta.k8s.io/v1"
 _NAMESPACES = "/namespaces"
 # Namespaces kube-apiserver refuses to delete (its NamespaceLifecycle admission).
 IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
@@ -92,41 +80,6 @@ def format_time(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-@attrs.frozen
-class ListResult:
-    items: list[dict[str, Any]]
-    resource_version: str
-    continue_token: str = ""
-    remaining: int | None = None
-
-
-class ContinueExpired(ApiError):
-    """410 for a continue token whose snapshot is gone; carries a token that finishes the list inconsistently."""
-
-    def __init__(self, continue_token: str) -> None:
-        super().__init__(410, "Expired", CONTINUE_EXPIRED_MESSAGE)
-        self.continue_token = continue_token
-
-    def to_status(self) -> dict[str, Any]:
-        result = super().to_status()
-        result["metadata"] = {"continue": self.continue_token}
-        return result
-
-
-@attrs.frozen
-class _View:
-    """One resource's objects sorted by key ("<namespace>/<name>" or "<name>"); never changed once built."""
-
-    keys: list[str]
-    objects: list[dict[str, Any]]
-
-    def bounds(self, namespace: str | None) -> tuple[int, int]:
-        if namespace is None:
-            return 0, len(self.keys)
-        # "0" is the character right after "/": keys of the namespace sort in [ns + "/", ns + "0").
-        return bisect.bisect_left(self.keys, namespace + "/"), bisect.bisect_left(self.keys, namespace + "0")
-
-
 @attrs.define(eq=False)
 class _Table:
     """The objects of one resource, its sorted view (rebuilt lazily after writes) and its watch channel."""
@@ -137,14 +90,14 @@ class _Table:
     objects: dict[str, dict[str, Any]] = attrs.Factory(dict)
     changed_at: int = 0
     _sorted_keys: list[str] | None = None
-    _view: _View | None = None
+    _view: View | None = None
 
-    def view(self) -> _View:
+    def view(self) -> View:
         if self._view is None:
             if self._sorted_keys is None:
                 self._sorted_keys = sorted(self.objects)
             objects = self.objects
-            self._view = _View(self._sorted_keys, [objects[k] for k in self._sorted_keys])
+            self._view = View(self._sorted_keys, [objects[k] for k in self._sorted_keys])
         return self._view
 
     def put(self, key: str, obj: dict[str, Any] | None) -> None:
@@ -184,7 +137,7 @@ class Store:
         self._namespace_sizes: collections.Counter[str] = collections.Counter()
         # Objects removed by the current write, by uid: a cascade may remove the very object being deleted.
         self._removed: dict[str, dict[str, Any]] = {}
-        self._snapshots: collections.OrderedDict[tuple[str, int], tuple[_View, datetime]] = collections.OrderedDict()
+        self._snapshots = paging.Snapshots(clock)
         known = {_resource_id(rt): rt for rt in RESOURCES}
         for stored in contents.objects if contents else ():
             if stored.resource in known:
@@ -223,18 +176,25 @@ class Store:
         table = self._table(rt)
         start = ""
         if continue_token:
-            list_rv, start = _decode_continue(continue_token)
-            view, list_rv = self._continued_view(table, list_rv, start)
+            list_rv, start = paging.decode_continue(continue_token)
+            view, list_rv = self._snapshots.continued(
+                table.resource_id,
+                list_rv,
+                start,
+                current=table.view(),
+                current_rv=self._rv,
+                changed_at=table.changed_at,
+            )
         else:
             view, list_rv = table.view(), self._rv
         low, high = view.bounds(selection.namespace)
         if start:
             low = max(low, bisect.bisect_left(view.keys, start))
-        items, next_index = _page(view, low, high, selection, limit)
+        items, next_index = paging.page(view, low, high, selection, limit)
         if next_index is None:
             return ListResult(items, str(list_rv))
-        self._remember(table, list_rv, view)
-        token = _encode_continue(list_rv, view.keys[next_index])
+        self._snapshots.remember(table.resource_id, list_rv, view)
+        token = paging.encode_continue(list_rv, view.keys[next_index])
         remaining = None if selection.filters else high - next_index
         return ListResult(items, str(list_rv), token, remaining)
 
@@ -679,26 +639,6 @@ class Store:
             return self.create(rt, namespace, result, dry_run=dry_run)
         return self.update(rt, namespace, name, result, subresource=subresource, dry_run=dry_run)
 
-    def _continued_view(self, table: _Table, list_rv: int, start: str) -> tuple[_View, int]:
-        """The snapshot a continue token reads from; a token from an expired snapshot gets 410."""
-        if list_rv <= 0:  # the inconsistent token handed out with a 410: continue from the current state
-            return table.view(), self._rv
-        remembered = self._snapshots.get((table.resource_id, list_rv))
-        if remembered is not None:
-            self._snapshots.move_to_end((table.resource_id, list_rv))
-            return remembered[0], list_rv
-        if table.changed_at <= list_rv:  # nothing changed since: the current state is that snapshot
-            return table.view(), list_rv
-        raise ContinueExpired(_encode_continue(-1, start))
-
-    def _remember(self, table: _Table, list_rv: int, view: _View) -> None:
-        now = self._clock()
-        self._snapshots.setdefault((table.resource_id, list_rv), (view, now))
-        self._snapshots.move_to_end((table.resource_id, list_rv))
-        for key, (_, taken) in list(self._snapshots.items()):
-            if len(self._snapshots) > MAX_SNAPSHOTS or now - taken > SNAPSHOT_TTL:
-                del self._snapshots[key]
-
     def _parse_watch_version(self, text: str) -> int:
         """The resourceVersion a watch starts after (0 = none given); 504 for one this server never reached."""
         if not text:
@@ -876,40 +816,3 @@ def _propagation_policy(policy: str) -> str:
         }
         raise status.invalid("DeleteOptions", "meta.k8s.io", "", [cause])
     return policy
-
-
-def _page(
-    view: _View, low: int, high: int, selection: selectors.Selection, limit: int
-) -> tuple[list[dict[str, Any]], int | None]:
-    """Up to ``limit`` (0 = all) selected objects from view[low:high], and the index of the next selected one."""
-    objects = view.objects
-    if not selection.filters:
-        end = high if limit <= 0 else min(high, low + limit)
-        return objects[low:end], end if end < high else None
-    matches = selection.matches
-    items: list[dict[str, Any]] = []
-    index = low
-    while index < high and (limit <= 0 or len(items) < limit):
-        if matches(objects[index]):
-            items.append(objects[index])
-        index += 1
-    next_index = next((i for i in range(index, high) if matches(objects[i])), None)
-    return items, next_index
-
-
-def _encode_continue(list_rv: int, start: str) -> str:
-    raw = json.dumps({"v": _CONTINUE_VERSION, "rv": list_rv, "start": start}, separators=(",", ":"))
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
-
-
-def _decode_continue(token: str) -> tuple[int, str]:
-    try:
-        raw = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-        if not isinstance(raw, dict) or raw.get("v") != _CONTINUE_VERSION:
-            raise ValueError("incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
-        list_rv, start = raw["rv"], raw["start"]
-        if not isinstance(list_rv, int) or not isinstance(start, str):
-            raise ValueError("malformed token")
-    except (ValueError, KeyError, binascii.Error, UnicodeDecodeError) as err:
-        raise status.bad_request(f"invalid continue token: {err}") from None
-    return list_rv, start

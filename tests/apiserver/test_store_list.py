@@ -15,8 +15,9 @@ from test_store_support import (
     pod,
 )
 
+from kubelet_dra.apiserver.paging import SNAPSHOT_TTL, ContinueExpired
 from kubelet_dra.apiserver.status import ApiError
-from kubelet_dra.apiserver.store import SNAPSHOT_TTL, ContinueExpired, Store
+from kubelet_dra.apiserver.store import Store
 from kubelet_dra.apiserver.testing import resource_slice_manifest as resource_slice
 
 
