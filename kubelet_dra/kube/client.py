@@ -45,6 +45,11 @@ class KubeApiError(KubeletDRAError):
         return self.code == 404
 
     @property
+    def conflict(self) -> bool:
+        """409: the object already exists, or it changed since it was read."""
+        return self.code == 409
+
+    @property
     def expired(self) -> bool:
         """The resourceVersion a watch started from is too old (410 Gone): list again."""
         return self.code == 410

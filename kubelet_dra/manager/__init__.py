@@ -1,0 +1,25 @@
+"""The kubelet's DRA manager: claims of pods prepared and unprepared through their drivers, with a checkpoint.
+
+``DRAManager`` is the entry point; the claim info cache, claim name resolution and the
+checkpoint file are separate modules with narrow interfaces, like the kubelet's ``cm/dra``.
+"""
+
+from kubelet_dra.manager.checkpoint import Checkpoint, ClaimInfoState, DeviceState
+from kubelet_dra.manager.claiminfo import ClaimInfo, ClaimInfoCache
+from kubelet_dra.manager.claims import ClaimError, PodClaim, pod_claims
+from kubelet_dra.manager.manager import DEFAULT_RECONCILE_PERIOD, DRAManager, PrepareError, UnprepareError
+
+__all__ = [
+    "DEFAULT_RECONCILE_PERIOD",
+    "Checkpoint",
+    "ClaimError",
+    "ClaimInfo",
+    "ClaimInfoCache",
+    "ClaimInfoState",
+    "DRAManager",
+    "DeviceState",
+    "PodClaim",
+    "PrepareError",
+    "UnprepareError",
+    "pod_claims",
+]

@@ -1,0 +1,371 @@
+"""``DRAManager``: the kubelet's DRA manager for one node — prepare and unprepare per pod, CDI IDs per container.
+
+It follows the v1.36 kubelet step by step (SPEC.md §5.3–§5.8): a pod's claims are all validated
+before the claim info cache changes; the checkpoint is written before any driver call; each driver
+instance gets ONE call per pod with every claim it has to handle; any failure of any claim fails
+the whole pod, with the kubelet's error texts. The manager reaches drivers and the API server only
+through the node it is given, so it runs the same against the bundled driver and a real one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
+
+import grpc
+
+from kubelet_dra.api import dra_v1_pb2
+from kubelet_dra.api.goformat import go_rpc_error
+from kubelet_dra.errors import ConfigError, KubeletDRAError, StateError
+from kubelet_dra.kube.client import KubeApiError, KubeClient, api_path
+from kubelet_dra.log import Logger, get_logger
+from kubelet_dra.manager.checkpoint import Checkpoint
+from kubelet_dra.manager.claiminfo import ClaimInfo, ClaimInfoCache, device_state
+from kubelet_dra.manager.claims import (
+    ClaimError,
+    PodClaim,
+    check_owner,
+    check_reserved,
+    extended_claim_name,
+    pod_claims,
+    pod_key,
+    spec_claims,
+)
+
+DEFAULT_RECONCILE_PERIOD = 60.0
+DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
+CDI_ANNOTATION_PREFIX = "cdi.k8s.io/"
+
+_Answer = TypeVar("_Answer")
+_ZERO_QUANTITY = re.compile(r"[+-]?(0+\.?0*|\.0+)([eE][+-]?\d+)?[A-Za-z]*")
+
+
+class PrepareError(Exception):
+    """``PrepareResources`` failed for a pod: the pod stays pending and is retried; the text is the kubelet's."""
+
+
+class UnprepareError(Exception):
+    """``UnprepareResources`` failed for a pod: termination is retried; the text is the kubelet's."""
+
+
+class DriverClient(Protocol):
+    async def node_prepare_resources(
+        self, request: dra_v1_pb2.NodePrepareResourcesRequest
+    ) -> dra_v1_pb2.NodePrepareResourcesResponse: ...
+
+    async def node_unprepare_resources(
+        self, request: dra_v1_pb2.NodeUnprepareResourcesRequest
+    ) -> dra_v1_pb2.NodeUnprepareResourcesResponse: ...
+
+
+class DriverInstance(Protocol):
+    @property
+    def driver_name(self) -> str: ...
+
+    @property
+    def client(self) -> DriverClient: ...
+
+
+class PluginStore(Protocol):
+    def get_plugin(self, driver_name: str) -> DriverInstance:
+        """The instance to call; raises an exception whose text is the kubelet's when there is none."""
+        ...
+
+
+class NodeParts(Protocol):
+    """What the manager uses of a ``Node``: its name, API client and DRA plugin store."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def kube(self) -> KubeClient | None: ...
+
+    @property
+    def plugins(self) -> PluginStore: ...
+
+
+class DRAManager:
+    """Prepares and unprepares the ResourceClaims of pods on one node, remembering them in the checkpoint.
+
+    The checkpoint is loaded at construction, so a manager started on an existing state dir can
+    unprepare what an earlier one prepared (those claims count as not prepared until prepared again).
+    """
+
+    def __init__(
+        self,
+        node: NodeParts,
+        checkpoint: Checkpoint,
+        *,
+        reconcile_period: float = DEFAULT_RECONCILE_PERIOD,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
+    ) -> None:
+        if node.kube is None:
+            raise ConfigError(
+                "the DRA manager needs an API server to read ResourceClaims",
+                where=f"node {node.name}",
+                fix="start the node with a kubeconfig",
+            )
+        self._kube = node.kube
+        self._plugins = node.plugins
+        self.reconcile_period = reconcile_period
+        self._sleep = sleep or asyncio.sleep
+        self._log = get_logger("dra-manager", node=node.name)
+        try:
+            self.cache = ClaimInfoCache(checkpoint)
+        except StateError as err:  # keeps its class: a corrupt file is not the same failure as an unreadable one
+            raise type(err)(
+                "create ResourceClaim cache: GetOrCreate() on checkpoint state: failed to get checkpoint"
+                f" {Checkpoint.FILE_NAME}: {err.what}",
+                where=err.where,
+                fix=err.fix,
+            ) from err
+
+    # --- the kubelet's entry points ---
+
+    async def prepare_resources(self, pod: Mapping[str, Any]) -> None:
+        """Prepare every claim of ``pod`` that is not prepared yet; ``PrepareError`` when anything fails."""
+        log = self._log.with_values(pod=pod_key(pod))
+        try:
+            await self._prepare(pod, log)
+        except ClaimError as err:
+            log.error("Failed to prepare dynamic resources", err)
+            raise PrepareError(f"prepare dynamic resources: {err}") from err
+
+    async def unprepare_resources(self, pod: Mapping[str, Any]) -> None:
+        """Release the pod's claims; a claim still used by another pod only forgets this pod."""
+        log = self._log.with_values(pod=pod_key(pod))
+        meta = pod.get("metadata") or {}
+        try:
+            names = [claim.claim_name for claim in pod_claims(pod)]
+            await self._unprepare(str(meta.get("uid", "")), str(meta.get("namespace", "")), names, log)
+        except ClaimError as err:
+            log.error("Failed to unprepare dynamic resources", err)
+            raise UnprepareError(f"unprepare dynamic resources: {err}") from err
+
+    async def reconcile(self, active_pod_uids: Collection[str]) -> dict[str, str]:
+        """Unprepare for every pod the cache references that is not active; pod UID → error of those that failed.
+
+        Failures are logged and left for the next round, as the kubelet's reconcile loop does.
+        """
+        failed = {}
+        for (pod_uid, namespace), names in self.cache.inactive_pods(active_pod_uids).items():
+            log = self._log.with_values(podUID=pod_uid)
+            try:
+                await self._unprepare(pod_uid, namespace, names, log)
+            except ClaimError as err:
+                log.info("Unpreparing pod resources in reconcile loop failed, will retry", err=str(err))
+                failed[pod_uid] = str(err)
+        return failed
+
+    async def reconcile_loop(self, active_pod_uids: Callable[[], Collection[str]]) -> None:
+        """Reconcile every ``reconcile_period`` seconds until cancelled."""
+        while True:
+            await self._sleep(self.reconcile_period)
+            await self.reconcile(active_pod_uids())
+
+    def get_resources(self, pod: Mapping[str, Any], container_name: str) -> list[str]:
+        """The CDI device IDs for one container of a prepared pod, in claim order (CRI ``cdi_devices``)."""
+        return [
+            cdi_id
+            for info, request in self._container_claims(pod, container_name)
+            for cdi_id in info.cdi_device_ids(request)
+        ]
+
+    def cdi_annotations(self, pod: Mapping[str, Any], container_name: str) -> dict[str, str]:
+        """The same devices as the ≤1.30 kubelet also passed them: ``cdi.k8s.io/<driver>_<claimUID>`` annotations.
+
+        Each value lists the driver's CDI IDs for the container, comma-separated; drivers with none get no key.
+        """
+        annotations: dict[str, str] = {}
+        for info, request in self._container_claims(pod, container_name):
+            for driver in info.driver_state:
+                if ids := info.cdi_device_ids(request, driver=driver):
+                    key = f"{CDI_ANNOTATION_PREFIX}{driver}_{info.claim_uid}"
+                    annotations[key] = ",".join(filter(None, (annotations.get(key), *ids)))
+        return annotations
+
+    def _container_claims(self, pod: Mapping[str, Any], container_name: str) -> Iterator[tuple[ClaimInfo, str]]:
+        """Each claim the container uses with the request it names ("" for all), from the pod spec and
+        from the extended-resource request mappings (SPEC.md §5.8)."""
+        container = _container(pod, container_name)
+        namespace = str((pod.get("metadata") or {}).get("namespace", ""))
+        resources = container.get("resources") or {}
+        for pod_claim in spec_claims(pod):
+            for used in resources.get("claims") or []:
+                if used.get("name") == pod_claim.pod_claim_name:
+                    yield self._cached(namespace, pod_claim.claim_name), used.get("request") or ""
+        if extended := extended_claim_name(pod):
+            info = self._cached(namespace, extended)
+            mappings = (pod.get("status") or {}).get("extendedResourceClaimStatus", {}).get("requestMappings") or []
+            for resource, quantity in (resources.get("requests") or {}).items():
+                if _is_zero(str(quantity)) or not is_dra_extended_resource(resource):
+                    continue
+                for mapping in mappings:
+                    if mapping.get("containerName") == container_name and mapping.get("resourceName") == resource:
+                        yield info, mapping.get("requestName") or ""
+
+    def pod_might_need_unprepare(self, pod_uid: str) -> bool:
+        """While this holds, the kubelet reports no terminal phase for the pod (so its deletion waits)."""
+        return self.cache.has_pod_reference(pod_uid)
+
+    # --- prepare (SPEC.md §5.3) ---
+
+    async def _prepare(self, pod: Mapping[str, Any], log: Logger) -> None:
+        meta = pod.get("metadata") or {}
+        pod_uid, namespace = str(meta.get("uid", "")), str(meta.get("namespace", ""))
+        validated = [await self._validate(pod, namespace, claim, log) for claim in pod_claims(pod)]
+
+        # Phase B: no await until the batches are built, so no other pod's work interleaves.
+        batches: dict[DriverInstance, list[dra_v1_pb2.Claim]] = {}
+        sent: list[ClaimInfo] = []
+        for info, instances in validated:
+            entry = self.cache.get(info.namespace, info.claim_name)
+            if entry is None:
+                self.cache.add(info)
+                entry = info
+            elif entry.claim_uid != info.claim_uid:
+                raise ClaimError(
+                    f"old ResourceClaim with same name {info.claim_name} and different UID {entry.claim_uid}"
+                    " still exists (previous pod force-deleted?!)"
+                )
+            entry.pod_uids.add(pod_uid)
+            self._sync("checkpoint ResourceClaim cache")
+            if entry.prepared:
+                log.v(5).info("Resources already prepared", claim=entry.key)
+                continue
+            sent.append(entry)
+            request_claim = _request_claim(entry)
+            for instance in instances:
+                batches.setdefault(instance, []).append(request_claim)
+
+        # Phase C: one call per driver instance; the first problem aborts the pod.
+        for instance, claims in batches.items():
+            request = dra_v1_pb2.NodePrepareResourcesRequest(claims=claims)
+            response = await _call("NodePrepareResources", instance.client.node_prepare_resources(request))
+            for claim, result in _results("NodePrepareResources", claims, response.claims):
+                entry = self._cached(claim.namespace, claim.name)
+                entry.driver_state.setdefault(instance.driver_name, []).extend(map(device_state, result.devices))
+
+        # Phase D
+        for entry in sent:
+            entry.prepared = True
+        self._sync("checkpoint ResourceClaim state")
+        if sent:
+            log.info("Prepared dynamic resources", claims=[entry.key for entry in sent], calls=len(batches))
+
+    async def _validate(
+        self, pod: Mapping[str, Any], namespace: str, pod_claim: PodClaim, log: Logger
+    ) -> tuple[ClaimInfo, list[DriverInstance]]:
+        """Phase A for one claim: read it, check the pod may use it, find an instance of each of its drivers."""
+        log.v(3).info("Processing resource", podClaim=pod_claim.pod_claim_name)
+        path = api_path("resource.k8s.io", "v1", "resourceclaims", namespace=namespace, name=pod_claim.claim_name)
+        try:
+            claim = await self._kube.request("GET", path)
+        except KubeApiError as err:
+            raise ClaimError(f"fetch ResourceClaim {pod_claim.claim_name}: {err.message}") from err
+        if pod_claim.check_owner:
+            check_owner(pod, claim)
+        check_reserved(pod, claim)
+        info = ClaimInfo.from_claim(claim)
+        return info, [self._plugin(driver) for driver in info.driver_state]
+
+    # --- unprepare (SPEC.md §5.5) ---
+
+    async def _unprepare(self, pod_uid: str, namespace: str, claim_names: Sequence[str], log: Logger) -> None:
+        batches: dict[str, list[dra_v1_pb2.Claim]] = {}
+        done: list[str] = []
+        for name in claim_names:
+            entry = self.cache.get(namespace, name)
+            if entry is None:
+                continue
+            if len(entry.pod_uids) > 1:
+                entry.pod_uids.discard(pod_uid)  # written with the next checkpoint, like the kubelet
+                continue
+            done.append(entry.claim_name)
+            request_claim = _request_claim(entry)
+            for driver in entry.driver_state:
+                batches.setdefault(driver, []).append(request_claim)
+
+        for driver, claims in batches.items():
+            instance = self._plugin(driver)
+            request = dra_v1_pb2.NodeUnprepareResourcesRequest(claims=claims)
+            response = await _call("NodeUnprepareResources", instance.client.node_unprepare_resources(request))
+            list(_results("NodeUnprepareResources", claims, response.claims))
+
+        for name in done:
+            self.cache.delete(namespace, name)
+        self._sync("checkpoint ResourceClaim state")
+        if done:
+            log.info("Unprepared dynamic resources", claims=[f"{namespace}/{name}" for name in done])
+
+    # --- internals ---
+
+    def _plugin(self, driver: str) -> DriverInstance:
+        try:
+            return self._plugins.get_plugin(driver)
+        except Exception as err:  # the store's only failure: no instance; its text is the kubelet's
+            raise ClaimError(str(err)) from err
+
+    def _cached(self, namespace: str, name: str) -> ClaimInfo:
+        info = self.cache.get(namespace, name)
+        if info is None:
+            raise ClaimError(
+                f"internal error: unable to get claim info for ResourceClaim {name} in namespace {namespace}"
+            )
+        return info
+
+    def _sync(self, what: str) -> None:
+        try:
+            self.cache.sync_to_checkpoint()
+        except KubeletDRAError as err:
+            raise ClaimError(f"{what}: {err}") from err
+
+
+def _request_claim(info: ClaimInfo) -> dra_v1_pb2.Claim:
+    return dra_v1_pb2.Claim(namespace=info.namespace, uid=info.claim_uid, name=info.claim_name)
+
+
+async def _call(method: str, call: Awaitable[_Answer]) -> _Answer:
+    try:
+        return await call
+    except grpc.aio.AioRpcError as err:
+        raise ClaimError(f"{method}: {go_rpc_error(err)}") from err
+
+
+def _results(
+    method: str, claims: Sequence[dra_v1_pb2.Claim], answers: Mapping[str, _Answer]
+) -> Iterator[tuple[dra_v1_pb2.Claim, _Answer]]:
+    """Each successful answer with its claim; unknown UIDs, per-claim errors and missing answers raise."""
+    for uid, answer in answers.items():
+        claim = next((claim for claim in claims if claim.uid == uid), None)
+        if claim is None:
+            raise ClaimError(f"{method} returned result for unknown claim UID {uid}")
+        if error := getattr(answer, "error", ""):
+            raise ClaimError(f"{method} failed for ResourceClaim {claim.name}: {error}")
+        yield claim, answer
+    if skipped := len(claims) - len(answers):
+        raise ClaimError(f"{method} skipped {skipped} ResourceClaims")
+
+
+def _container(pod: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    spec = pod.get("spec") or {}
+    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        if container.get("name") == name:
+            return container
+    raise ClaimError(f"container {name} not found in pod {pod_key(pod)}")
+
+
+def is_dra_extended_resource(name: str) -> bool:
+    """An extended resource name (a domain outside kubernetes.io) or an implicit DeviceClass resource."""
+    if name.startswith(DEVICE_CLASS_PREFIX):
+        return True
+    domain = name.split("/", 1)[0] if "/" in name else ""
+    native = not domain or domain == "kubernetes.io" or domain.endswith(".kubernetes.io")
+    return not native and not name.startswith("requests.")
+
+
+def _is_zero(quantity: str) -> bool:
+    return _ZERO_QUANTITY.fullmatch(quantity.strip()) is not None
