@@ -1,0 +1,133 @@
+"""The scheduler's DRA part for pods already bound to a node: allocate their claims and reserve them.
+
+A claim that is allocated already only gains the pod in ``reservedFor`` (if the allocation can
+serve the pod's node); an unallocated one gets devices on that node. When no devices fit, the
+pod stays pending and gets one Warning Event per distinct reason, like the scheduler's
+``FailedScheduling``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from typing import Any
+
+from kubelet_dra.controlplane.allocator import DeviceKey, Unsatisfiable, allocate, allocated_keys
+from kubelet_dra.controlplane.cluster import (
+    Snapshot,
+    claims_path,
+    for_each,
+    pod_claim_names,
+    pod_claims_created,
+    pod_done,
+    pod_node,
+    pod_reference,
+)
+from kubelet_dra.kube.client import KubeClient, api_path
+from kubelet_dra.log import get_logger
+
+log = get_logger("allocator")
+
+COMPONENT = "kubelet-dra-controlplane"
+FAILED_REASON = "FailedScheduling"
+
+
+class Scheduler:
+    def __init__(self, kube: KubeClient) -> None:
+        self._kube = kube
+        self._reported: dict[str, str] = {}
+
+    async def sync(self, snapshot: Snapshot) -> bool:
+        """Every pod in turn, each seeing the devices the ones before it were given; False if one must be retried."""
+        in_use = {key for claim in snapshot.claims for key in allocated_keys(claim)}
+        succeeded = await for_each(snapshot.pods, lambda pod: self.sync_pod(pod, snapshot, in_use))
+        live = {pod["metadata"]["uid"] for pod in snapshot.pods}
+        self._reported = {uid: message for uid, message in self._reported.items() if uid in live}
+        return succeeded
+
+    async def sync_pod(self, pod: dict[str, Any], snapshot: Snapshot, in_use: set[DeviceKey]) -> None:
+        """Allocate and reserve the bound pod's claims, all or none; ``in_use`` grows with every allocation made.
+
+        All claims are planned before any is written, so a pod that cannot get everything holds no
+        devices while it waits.
+        """
+        node = pod_node(pod)
+        if not node or pod_done(pod) or pod["metadata"].get("deletionTimestamp") or not pod_claims_created(pod):
+            return
+        meta = pod["metadata"]
+        planned: list[dict[str, Any]] = []
+        taken = set(in_use)
+        for name in pod_claim_names(pod):
+            claim = snapshot.claim(meta["namespace"], name)
+            if claim is None:
+                await self._report(pod, f"waiting for ResourceClaim {meta['namespace']}/{name} to be created")
+                return
+            status = claim.get("status") or {}
+            if any(ref.get("uid") == meta["uid"] for ref in status.get("reservedFor") or []):
+                continue
+            allocation = status.get("allocation")
+            if allocation is None:
+                try:
+                    allocation = allocate(
+                        claim, node=node, slices=snapshot.slices, classes=snapshot.classes, in_use=frozenset(taken)
+                    ).to_status()
+                except Unsatisfiable as err:
+                    await self._report(pod, f"cannot allocate ResourceClaim {name}: {err}")
+                    return
+            elif not _serves(allocation, node):
+                await self._report(pod, f"ResourceClaim {name} is allocated to another node")
+                return
+            claim["status"] = {
+                **status,
+                "allocation": allocation,
+                "reservedFor": [*(status.get("reservedFor") or []), pod_reference(pod)],
+            }
+            taken |= allocated_keys(claim)
+            planned.append(claim)
+        for claim in planned:
+            name = claim["metadata"]["name"]
+            await self._kube.request("PUT", claims_path(meta["namespace"], name) + "/status", body=claim)
+            in_use |= allocated_keys(claim)
+            log.info("Reserved claim", claim=f"{meta['namespace']}/{name}", pod=meta["name"], node=node)
+        self._reported.pop(meta["uid"], None)
+
+    async def _report(self, pod: dict[str, Any], message: str) -> None:
+        """One Warning Event per pod and distinct message, so a retry loop does not flood the namespace."""
+        meta = pod["metadata"]
+        if self._reported.get(meta["uid"]) == message:
+            return
+        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}", "namespace": meta["namespace"]},
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "namespace": meta["namespace"],
+                "name": meta["name"],
+                "uid": meta["uid"],
+            },
+            "reason": FAILED_REASON,
+            "message": message,
+            "type": "Warning",
+            "source": {"component": COMPONENT},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        await self._kube.request("POST", api_path("", "v1", "events", namespace=meta["namespace"]), body=event)
+        self._reported[meta["uid"]] = message
+        log.warning("Pod cannot run", pod=f"{meta['namespace']}/{meta['name']}", reason=message)
+
+
+def _serves(allocation: dict[str, Any], node: str) -> bool:
+    """Whether an allocation's node selector admits ``node`` (by name: the only form this allocator writes)."""
+    terms = (allocation.get("nodeSelector") or {}).get("nodeSelectorTerms")
+    if not terms:
+        return True
+    return any(
+        field.get("key") == "metadata.name" and field.get("operator") == "In" and node in (field.get("values") or [])
+        for term in terms
+        for field in term.get("matchFields") or []
+    )
