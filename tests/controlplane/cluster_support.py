@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Callable
 from typing import Any
 
 from kubelet_dra.controlplane.cluster import claims_path, pods_path
@@ -132,18 +129,6 @@ async def pod_events(kube: KubeClient, pod: str) -> list[dict[str, Any]]:
     query = {"fieldSelector": f"involvedObject.name={pod}"}
     listed = await kube.request("GET", api_path("", "v1", "events", namespace=NAMESPACE), query=query)
     return listed.get("items") or []
-
-
-async def eventually(check: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05) -> Any:
-    """Await ``check()`` until it returns something truthy; the last value on timeout (for the assert)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value or time.monotonic() > deadline:
-            return value
-        await asyncio.sleep(interval)
 
 
 def reserved_uids(claim: dict[str, Any]) -> list[str]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from cluster_support import create_pod, create_template, eventually, get_pod, list_claims, request
+from cluster_support import create_pod, create_template, get_pod, list_claims, request
+from helpers import eventually
 
 from kubelet_dra.controlplane import ControlPlane, claim_generate_name
 from kubelet_dra.controlplane.names import MAX_BASE_LENGTH

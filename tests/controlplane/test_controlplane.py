@@ -15,7 +15,6 @@ from cluster_support import (
     create_template,
     device,
     devices_of,
-    eventually,
     get_claim,
     get_pod,
     list_claims,
@@ -24,6 +23,7 @@ from cluster_support import (
     reserved_uids,
     slice_manifest,
 )
+from helpers import eventually
 
 from kubelet_dra.controlplane import ControlPlane
 from kubelet_dra.controlplane.claims import ClaimController

@@ -13,12 +13,12 @@ from cluster_support import (
     create_slice,
     create_template,
     devices_of,
-    eventually,
     list_claims,
     request,
     slice_manifest,
 )
 from cluster_support import device as device_manifest
+from helpers import eventually
 
 from kubelet_dra.apiserver.server import EmbeddedAPIServer
 from kubelet_dra.kube.client import KubeClient

@@ -12,12 +12,12 @@ from cluster_support import (
     create_pod,
     create_template,
     devices_of,
-    eventually,
     get_claim,
     get_pod,
     request,
     reserved_uids,
 )
+from helpers import eventually
 
 from kubelet_dra.apiserver.server import EmbeddedAPIServer
 from kubelet_dra.controlplane import ControlPlane

@@ -4,28 +4,18 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from driver_support import APIServerThread, Env, create_node, unique
+from driver_support import Env, create_node, unique
 
+from kubelet_dra.apiserver.testing import ServerThread
 from kubelet_dra.kube.client import KubeClient
 
 
-@pytest.fixture(scope="session")
-def apiserver() -> Iterator[APIServerThread]:
-    directory = Path(tempfile.mkdtemp(prefix="kd-api-", dir="/tmp"))
-    server = APIServerThread(directory).start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        shutil.rmtree(directory, ignore_errors=True)
-
-
 @pytest.fixture
-async def kube(apiserver: APIServerThread) -> AsyncIterator[KubeClient]:
+async def kube(apiserver: ServerThread) -> AsyncIterator[KubeClient]:
     client = KubeClient.from_kubeconfig(str(apiserver.kubeconfig))
     try:
         yield client
@@ -34,7 +24,7 @@ async def kube(apiserver: APIServerThread) -> AsyncIterator[KubeClient]:
 
 
 @pytest.fixture
-async def env(apiserver: APIServerThread, kube: KubeClient) -> AsyncIterator[Env]:
+async def env(apiserver: ServerThread, kube: KubeClient) -> AsyncIterator[Env]:
     """A short directory (Unix socket paths are limited to 107 bytes) and a Node object of its own."""
     root = Path(tempfile.mkdtemp(prefix="kd-", dir="/tmp"))
     node = unique("node")

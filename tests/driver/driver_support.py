@@ -7,10 +7,9 @@ import contextlib
 import os
 import subprocess
 import sys
-import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from kubelet_dra.api import dra_v1_pb2 as v1
 from kubelet_dra.api import pluginregistration_pb2 as reg
 from kubelet_dra.api.convert import to_service
 from kubelet_dra.api.services import DRA_V1, REGISTRATION, Service
-from kubelet_dra.apiserver.server import EmbeddedAPIServer
+from kubelet_dra.apiserver.testing import ServerThread
 from kubelet_dra.driver.knobs import Faults
 from kubelet_dra.driver.plugin import DriverPlugin
 from kubelet_dra.driver.settings import DriverSettings, resolve
@@ -29,41 +28,6 @@ from kubelet_dra.kube.client import KubeClient, api_path
 RESOURCE = "resource.k8s.io"
 NAMESPACE = "default"
 REPUBLISH_DELAY = 0.3
-
-
-class APIServerThread:
-    """An embedded API server on its own event loop in a thread, shared by every test of the session."""
-
-    def __init__(self, directory: Path) -> None:
-        self.kubeconfig = directory / "kubeconfig"
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._stop: asyncio.Event | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._loop.run_until_complete, args=(self._main(),), daemon=True)
-
-    def start(self) -> APIServerThread:
-        self._thread.start()
-        self._ready.wait(30)
-        if self._error is not None:
-            raise self._error
-        return self
-
-    def stop(self) -> None:
-        if self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(10)
-
-    async def _main(self) -> None:
-        self._stop = asyncio.Event()
-        try:
-            async with EmbeddedAPIServer(listen="127.0.0.1:0", tls=True, node_restricted=False) as server:
-                server.kubeconfig(self.kubeconfig)
-                self._ready.set()
-                await self._stop.wait()
-        except BaseException as err:
-            self._error = err
-            self._ready.set()
 
 
 def unique(prefix: str) -> str:
@@ -160,18 +124,6 @@ async def wait_slices(kube: KubeClient, driver: str, count: int = 1, timeout: fl
     return items
 
 
-async def eventually(check: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05) -> Any:
-    """Await ``check()`` until it returns something truthy; the last value on timeout (a failed assert)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value or time.monotonic() > deadline:
-            return value
-        await asyncio.sleep(interval)
-
-
 @contextlib.asynccontextmanager
 async def channel(path: Path | str) -> AsyncIterator[grpc.aio.Channel]:
     async with grpc.aio.insecure_channel(f"unix://{path}") as opened:
@@ -211,7 +163,7 @@ async def unprepare(
 class Env:
     """One test's node: directories, API server, node object; starts drivers in-process or as processes."""
 
-    def __init__(self, root: Path, apiserver: APIServerThread, node: str) -> None:
+    def __init__(self, root: Path, apiserver: ServerThread, node: str) -> None:
         self.root = root
         self.registry_dir = root / "reg"
         self.cdi_root = root / "cdi"

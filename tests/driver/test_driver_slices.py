@@ -9,12 +9,12 @@ from driver_support import (
     claim_ref,
     create_claim,
     create_node,
-    eventually,
     list_slices,
     prepare,
     unique,
     wait_slices,
 )
+from helpers import eventually
 
 from kubelet_dra.driver.config import DriverConfig, LabelSelector
 from kubelet_dra.kube.client import KubeClient, api_path

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-import re
-import signal
-import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
+from helpers import KubeletDRAProcess as Process
 
 from kubelet_dra.apiserver.server import EmbeddedAPIServer
 from kubelet_dra.kube.client import KubeClient
@@ -19,58 +16,6 @@ from kubelet_dra.registration import SocketPhase
 from .test_wiper import slice_names
 
 GPU = "gpu.example.com"
-
-
-class Process:
-    """A kubelet-dra subprocess whose stderr log lines can be awaited."""
-
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
-        self.proc = proc
-        self.lines: list[str] = []
-        self._new_line = asyncio.Event()
-        self._reader = asyncio.create_task(self._read())
-
-    @classmethod
-    async def start(cls, *args: str) -> Process:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "kubelet_dra",
-            *args,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        return cls(proc)
-
-    async def _read(self) -> None:
-        assert self.proc.stderr is not None
-        async for raw in self.proc.stderr:
-            self.lines.append(raw.decode().rstrip("\n"))
-            self._new_line.set()
-        self._new_line.set()
-
-    async def wait_line(self, pattern: str, timeout: float = 20.0) -> str:
-        regex = re.compile(pattern)
-        async with asyncio.timeout(timeout):
-            while True:
-                self._new_line.clear()
-                match = next((line for line in self.lines if regex.search(line)), None)
-                if match is not None:
-                    return match
-                if self._reader.done():
-                    raise AssertionError(f"process ended without logging {pattern!r}:\n" + "\n".join(self.lines))
-                await self._new_line.wait()
-
-    async def wait(self) -> int:
-        """Wait for the process to end by itself; its exit code."""
-        code = await asyncio.wait_for(self.proc.wait(), 20)
-        await self._reader
-        return code
-
-    async def stop(self) -> int:
-        if self.proc.returncode is None:
-            self.proc.send_signal(signal.SIGTERM)
-        return await self.wait()
 
 
 @pytest.fixture

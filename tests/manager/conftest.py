@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import shutil
 import sys
 import tempfile
 import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import KubeletDRAProcess
 
 from kubelet_dra.apiserver.testing import ServerThread
 from kubelet_dra.kube.client import KubeClient, api_path
@@ -36,33 +36,12 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-class DriverProcess:
-    """``kubelet-dra driver`` as a subprocess; its log lines are read all along so the pipe never fills."""
+class DriverProcess(KubeletDRAProcess):
+    """``kubelet-dra driver`` as a subprocess, with its fault knobs at hand."""
 
     def __init__(self, proc: asyncio.subprocess.Process, plugin_dir: Path) -> None:
-        self.proc = proc
+        super().__init__(proc)
         self.plugin_dir = plugin_dir
-        self.lines: list[str] = []
-        self._new_line = asyncio.Event()
-        self._reader = asyncio.create_task(self._read())
-
-    async def _read(self) -> None:
-        assert self.proc.stderr is not None
-        async for raw in self.proc.stderr:
-            self.lines.append(raw.decode().rstrip("\n"))
-            self._new_line.set()
-        self._new_line.set()
-
-    async def wait_line(self, pattern: str, timeout: float = 20.0) -> str:
-        regex = re.compile(pattern)
-        async with asyncio.timeout(timeout):
-            while True:
-                self._new_line.clear()
-                if match := next((line for line in self.lines if regex.search(line)), None):
-                    return match
-                if self._reader.done():
-                    raise AssertionError(f"driver ended without logging {pattern!r}:\n" + "\n".join(self.lines))
-                await self._new_line.wait()
 
     async def fault(self, action: str, *knobs: str) -> None:
         """``kubelet-dra driver fault ACTION KNOBS`` against this driver, e.g. ``fault("clear", "prepare-block")``."""
@@ -74,12 +53,6 @@ class DriverProcess:
         )
         _, err = await proc.communicate()
         assert proc.returncode == 0, err.decode()
-
-    async def stop(self) -> None:
-        if self.proc.returncode is None:
-            self.proc.terminate()
-        await asyncio.wait_for(self.proc.wait(), 20)
-        await self._reader
 
 
 class Env:
@@ -195,17 +168,6 @@ class Env:
             ],
         }
         return await self.kube.request("PUT", f"{path}/{claim['metadata']['name']}/status", body=claim)
-
-
-@pytest.fixture(scope="session")
-def apiserver() -> Iterator[ServerThread]:
-    directory = Path(tempfile.mkdtemp(prefix="kd-api-", dir="/tmp"))
-    server = ServerThread(directory).start()
-    try:
-        yield server
-    finally:
-        server.stop()
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 @pytest.fixture

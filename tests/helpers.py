@@ -1,0 +1,77 @@
+"""Test helpers shared by the test folders: waiting for conditions and driving kubelet-dra processes."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+async def eventually(check: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05) -> Any:
+    """Await ``check()`` until it returns something truthy; the last value on timeout (for the assert)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value or time.monotonic() > deadline:
+            return value
+        await asyncio.sleep(interval)
+
+
+class KubeletDRAProcess:
+    """A ``kubelet-dra`` subprocess whose stderr log lines are read all along (the pipe never fills) and awaited."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.lines: list[str] = []
+        self._new_line = asyncio.Event()
+        self._reader = asyncio.create_task(self._read())
+
+    @staticmethod
+    async def spawn(*args: str) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "kubelet_dra",
+            *args,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+
+    @classmethod
+    async def start(cls, *args: str) -> KubeletDRAProcess:
+        return cls(await cls.spawn(*args))
+
+    async def _read(self) -> None:
+        assert self.proc.stderr is not None
+        async for raw in self.proc.stderr:
+            self.lines.append(raw.decode().rstrip("\n"))
+            self._new_line.set()
+        self._new_line.set()
+
+    async def wait_line(self, pattern: str, timeout: float = 20.0) -> str:
+        regex = re.compile(pattern)
+        async with asyncio.timeout(timeout):
+            while True:
+                self._new_line.clear()
+                if match := next((line for line in self.lines if regex.search(line)), None):
+                    return match
+                if self._reader.done():
+                    raise AssertionError(f"process ended without logging {pattern!r}:\n" + "\n".join(self.lines))
+                await self._new_line.wait()
+
+    async def wait(self) -> int:
+        """Wait for the process to end by itself; its exit code."""
+        code = await asyncio.wait_for(self.proc.wait(), 20)
+        await self._reader
+        return code
+
+    async def stop(self) -> int:
+        if self.proc.returncode is None:
+            self.proc.send_signal(signal.SIGTERM)
+        return await self.wait()
