@@ -10,6 +10,8 @@ their lifetimes::
 Without a kubeconfig (or ``kube`` client) the node runs standalone, like a kubelet without an
 API client: nothing is wiped. With one, the Node object is created if missing (as the kubelet
 registers its node) and all of the node's ResourceSlices are wiped at start, in the background.
+With a ``state_dir`` as well, the node also runs the pods bound to it: a DRA manager whose
+checkpoint lives in that dir prepares and unprepares their claims (``kubelet_dra.pods``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import attrs
 
 from kubelet_dra.kube.client import KubeApiError, KubeClient, api_path
 from kubelet_dra.log import get_logger
+from kubelet_dra.manager import DEFAULT_RECONCILE_PERIOD, Checkpoint, DRAManager
 from kubelet_dra.plugins import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_HEALTH_RESTART_DELAY,
@@ -36,6 +39,7 @@ from kubelet_dra.plugins import (
     PluginInstance,
     PluginMap,
 )
+from kubelet_dra.pods import DEFAULT_RETRY_PERIOD, PodWorkers
 from kubelet_dra.registration import Diagnosis, HandshakeTimeouts, PluginManager, SocketState
 from kubelet_dra.slices import ResourceSliceWiper, WipeOutcome
 
@@ -75,6 +79,13 @@ class NodeOptions:
     handshake: HandshakeTimeouts = attrs.field(factory=HandshakeTimeouts)
     register_node: bool = True
     """Create the Node object in the API server when it does not exist."""
+    state_dir: str | None = None
+    """Run the pods bound to the node, with the DRA manager's checkpoint (``dra_manager_state``) in this
+    dir; ``None``: registration only. Needs an API server."""
+    reconcile_period: float = DEFAULT_RECONCILE_PERIOD
+    """How often the DRA manager unprepares claims of pods that are no longer active."""
+    pod_retry_period: float = DEFAULT_RETRY_PERIOD
+    """Backoff before a failed pod sync (prepare, unprepare, final delete) is retried, plus up to 50 % jitter."""
 
 
 class Node:
@@ -110,7 +121,7 @@ class Node:
             legacy_services=options.legacy_services,
             health=self.health,
             health_restart_delay=options.health_restart_delay,
-            on_change=self._notify,
+            on_change=self._devices_changed,
         )
         self.registration = PluginManager(
             registry_dir,
@@ -122,6 +133,22 @@ class Node:
             on_change=self._notify,
         )
         self.startup_wipe: asyncio.Task[WipeOutcome] | None = None
+        self.manager: DRAManager | None = None
+        self.pods: PodWorkers | None = None
+        if options.state_dir is not None:
+            self.manager = DRAManager(
+                self, Checkpoint(options.state_dir), reconcile_period=options.reconcile_period, sleep=self._clock.sleep
+            )
+            assert self.kube is not None  # the manager refuses a node without one
+            self.pods = PodWorkers(
+                self.kube,
+                node_name,
+                self.manager,
+                health=self.health.devices if self.health else lambda _driver: [],
+                retry_period=options.pod_retry_period,
+                rng=rng,
+                on_change=self._notify,
+            )
 
     async def __aenter__(self) -> Node:
         self._log.info(
@@ -138,6 +165,8 @@ class Node:
         except BaseException:
             await self._shutdown()
             raise
+        if self.pods is not None:
+            self.pods.start()
         return self
 
     async def __aexit__(
@@ -184,6 +213,12 @@ class Node:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
 
+    def _devices_changed(self) -> None:
+        """A plugin or device health changed: wake ``wait_for`` and let running pods re-report their status."""
+        self._notify()
+        if self.pods is not None:
+            self.pods.refresh()
+
     async def _register_node(self, kube: KubeClient) -> None:
         body = {
             "apiVersion": "v1",
@@ -204,6 +239,8 @@ class Node:
         return outcome
 
     async def _shutdown(self) -> None:
+        if self.pods is not None:
+            await self.pods.stop()
         if self.startup_wipe is not None:
             self.startup_wipe.cancel()
             await asyncio.wait([self.startup_wipe])

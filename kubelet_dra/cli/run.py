@@ -3,7 +3,10 @@
 Without ``--kubeconfig`` it starts the embedded API server and writes its admin kubeconfig, so
 drivers can publish ResourceSlices to it; with ``--kubeconfig`` it uses that cluster. Every
 registration, rejection, deregistration and wipe is logged as a key=value line in the kubelet's
-words. Ctrl-C or SIGTERM stops it cleanly.
+words. Pods bound to the node (``spec.nodeName``) are run as far as DRA goes: claims prepared,
+status Running, claims unprepared on deletion, then the deletion finished. The DRA manager's
+checkpoint goes to ``--state-dir``, by default the registry dir's parent — where a kubelet keeps
+``dra_manager_state`` next to ``plugins_registry`` (its root dir). Ctrl-C or SIGTERM stops it cleanly.
 """
 
 from __future__ import annotations
@@ -20,8 +23,10 @@ from kubelet_dra.cli.apiserver import DEFAULT_KUBECONFIG
 from kubelet_dra.cli.command import Command
 from kubelet_dra.errors import UsageError
 from kubelet_dra.log import get_logger
+from kubelet_dra.manager import DEFAULT_RECONCILE_PERIOD
 from kubelet_dra.node import Node, NodeOptions
 from kubelet_dra.plugins import DEFAULT_CALL_TIMEOUT, DEFAULT_WIPING_DELAY, PluginMap
+from kubelet_dra.pods import DEFAULT_RETRY_PERIOD
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -83,6 +88,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--record-calls", metavar="FILE", help="append every gRPC call and stream to this JSON-lines file"
     )
+    parser.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="where the DRA manager's checkpoint dra_manager_state lives (default: the registry dir's parent,"
+        " as a kubelet keeps it in its root dir next to plugins_registry)",
+    )
+    parser.add_argument(
+        "--reconcile-period",
+        type=float,
+        default=DEFAULT_RECONCILE_PERIOD,
+        metavar="SECONDS",
+        help="how often claims of pods that are gone are unprepared (default: %(default)g)",
+    )
+    parser.add_argument(
+        "--pod-retry-period",
+        type=float,
+        default=DEFAULT_RETRY_PERIOD,
+        metavar="SECONDS",
+        help="wait before retrying a failed prepare, unprepare or final delete of a pod, plus up to 50%% jitter"
+        " (default: %(default)g, the kubelet's pod worker backoff)",
+    )
 
 
 def options(args: argparse.Namespace) -> NodeOptions:
@@ -90,6 +116,11 @@ def options(args: argparse.Namespace) -> NodeOptions:
         raise UsageError("the wiping delay cannot be negative", where="--wiping-delay", fix="give 0 or more seconds")
     if args.call_timeout <= 0:
         raise UsageError("the call timeout must be positive", where="--call-timeout", fix="give a number of seconds")
+    for flag, value in (("--reconcile-period", args.reconcile_period), ("--pod-retry-period", args.pod_retry_period)):
+        if value <= 0:
+            raise UsageError(
+                f"{flag[2:].replace('-', ' ')} must be positive", where=flag, fix="give a number of seconds"
+            )
     return NodeOptions(
         wiping_delay=args.wiping_delay,
         call_timeout=args.call_timeout,
@@ -97,6 +128,9 @@ def options(args: argparse.Namespace) -> NodeOptions:
         plugin_map=PluginMap(args.plugin_map),
         legacy_services=args.legacy_services,
         record_calls=args.record_calls,
+        state_dir=args.state_dir or str(Path(args.registry_dir).absolute().parent),
+        reconcile_period=args.reconcile_period,
+        pod_retry_period=args.pod_retry_period,
     )
 
 
@@ -135,7 +169,8 @@ COMMAND = Command(
     description=(
         "Watch a plugin registry dir and register every DRA driver socket that appears, exactly as a v1.36"
         " kubelet would (handshake, service negotiation, instances, ResourceSlice wiping, health streams),"
-        " logging each step. Runs until Ctrl-C or SIGTERM."
+        " logging each step, and run the pods bound to the node as far as DRA goes (prepare, status Running,"
+        " unprepare on deletion). Runs until Ctrl-C or SIGTERM."
     ),
     add_arguments=add_arguments,
     run=run,

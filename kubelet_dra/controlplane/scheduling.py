@@ -8,8 +8,6 @@ pod stays pending and gets one Warning Event per distinct reason, like the sched
 
 from __future__ import annotations
 
-import datetime
-import uuid
 from typing import Any
 
 from kubelet_dra.controlplane.allocator import DeviceKey, Unsatisfiable, allocate, allocated_keys
@@ -23,7 +21,8 @@ from kubelet_dra.controlplane.cluster import (
     pod_node,
     pod_reference,
 )
-from kubelet_dra.kube.client import KubeClient, api_path
+from kubelet_dra.kube.client import KubeClient
+from kubelet_dra.kube.events import PodEventReporter
 from kubelet_dra.log import get_logger
 
 log = get_logger("allocator")
@@ -35,14 +34,14 @@ FAILED_REASON = "FailedScheduling"
 class Scheduler:
     def __init__(self, kube: KubeClient) -> None:
         self._kube = kube
-        self._reported: dict[str, str] = {}
+        self._events = PodEventReporter(kube, {"component": COMPONENT})
 
     async def sync(self, snapshot: Snapshot) -> bool:
         """Every pod in turn, each seeing the devices the ones before it were given; False if one must be retried."""
         in_use = {key for claim in snapshot.claims for key in allocated_keys(claim)}
         succeeded = await for_each(snapshot.pods, lambda pod: self.sync_pod(pod, snapshot, in_use))
         live = {pod["metadata"]["uid"] for pod in snapshot.pods}
-        self._reported = {uid: message for uid, message in self._reported.items() if uid in live}
+        self._events.retain(live)
         return succeeded
 
     async def sync_pod(self, pod: dict[str, Any], snapshot: Snapshot, in_use: set[DeviceKey]) -> None:
@@ -89,36 +88,13 @@ class Scheduler:
             await self._kube.request("PUT", claims_path(meta["namespace"], name) + "/status", body=claim)
             in_use |= allocated_keys(claim)
             log.info("Reserved claim", claim=f"{meta['namespace']}/{name}", pod=meta["name"], node=node)
-        self._reported.pop(meta["uid"], None)
+        self._events.forget(meta["uid"])
 
     async def _report(self, pod: dict[str, Any], message: str) -> None:
         """One Warning Event per pod and distinct message, so a retry loop does not flood the namespace."""
-        meta = pod["metadata"]
-        if self._reported.get(meta["uid"]) == message:
-            return
-        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}", "namespace": meta["namespace"]},
-            "involvedObject": {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "namespace": meta["namespace"],
-                "name": meta["name"],
-                "uid": meta["uid"],
-            },
-            "reason": FAILED_REASON,
-            "message": message,
-            "type": "Warning",
-            "source": {"component": COMPONENT},
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
-        await self._kube.request("POST", api_path("", "v1", "events", namespace=meta["namespace"]), body=event)
-        self._reported[meta["uid"]] = message
-        log.warning("Pod cannot run", pod=f"{meta['namespace']}/{meta['name']}", reason=message)
+        if await self._events.report(pod, FAILED_REASON, message):
+            meta = pod["metadata"]
+            log.warning("Pod cannot run", pod=f"{meta['namespace']}/{meta['name']}", reason=message)
 
 
 def _serves(allocation: dict[str, Any], node: str) -> bool:
