@@ -16,7 +16,7 @@ from kubelet_dra import __version__, log
 from kubelet_dra.cli.command import Command
 from kubelet_dra.errors import KubeletDRAError
 
-SUBCOMMANDS: tuple[str, ...] = ("services", "apiserver", "driver", "run", "checkpoint", "controlplane")
+SUBCOMMANDS: tuple[str, ...] = ("demo", "services", "apiserver", "driver", "run", "checkpoint", "controlplane")
 
 TRACEBACK_VERBOSITY = 5
 

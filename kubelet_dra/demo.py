@@ -1,0 +1,246 @@
+"""The whole DRA flow on one machine, step by step: what ``kubelet-dra demo`` shows a new user.
+
+It starts the embedded API server, the simulated node, the offline control plane and the bundled
+reference driver (a separate process, reached over its Unix sockets like any driver), then runs
+one pod with a template claim through registration, slice publishing, allocation,
+NodePrepareResources, Running, deletion and NodeUnprepareResources, timing each step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from kubelet_dra.apiserver.server import EmbeddedAPIServer
+from kubelet_dra.controlplane import ControlPlane
+from kubelet_dra.errors import KubeletDRAError
+from kubelet_dra.kube.client import KubeApiError, KubeClient, api_path
+from kubelet_dra.node import Node, NodeOptions
+
+NODE = "demo-node"
+DRIVER = "gpu.example.com"
+NAMESPACE = "default"
+POD = "demo-pod"
+STEP_TIMEOUT = 30.0
+RESOURCE = "resource.k8s.io"
+
+
+@attrs.frozen
+class Step:
+    """One thing the demo waited for, how long it took, and what it saw."""
+
+    title: str
+    seconds: float
+    detail: str
+
+
+class DemoFailed(KubeletDRAError):
+    """A step did not happen in time; the message says which and where the logs are."""
+
+
+@attrs.define
+class Demo:
+    """The running pieces; ``report`` is called with each step as soon as it is done."""
+
+    workdir: Path
+    report: Callable[[Step], None]
+    steps: list[Step] = attrs.Factory(list)
+    kubeconfig: Path | None = None
+
+    async def run(self, until_stopped: Callable[[], Awaitable[None]] | None = None) -> list[Step]:
+        registry, plugin_dir, cdi, state = (self.workdir / name for name in ("registry", "plugin", "cdi", "state"))
+        for directory in (registry, plugin_dir, cdi, state):
+            directory.mkdir()
+        async with EmbeddedAPIServer(listen="127.0.0.1:0") as server:
+            self.kubeconfig = server.kubeconfig(self.workdir / "kubeconfig")
+            kube = KubeClient.from_kubeconfig(str(self.kubeconfig))
+            options = NodeOptions(state_dir=str(state), pod_retry_period=0.5)
+            try:
+                async with (
+                    Node(NODE, str(registry), kube=kube, options=options) as node,
+                    ControlPlane(kube),
+                    self._driver(registry, plugin_dir, cdi),
+                ):
+                    await self._flow(node, kube, cdi)
+                    if until_stopped is not None:
+                        await until_stopped()
+            finally:
+                kube.close()
+        return self.steps
+
+    async def _flow(self, node: Node, kube: KubeClient, cdi: Path) -> None:
+        await self._step("driver registered", lambda: _registered(node))
+        await self._step("ResourceSlices published", lambda: _slices(kube))
+        for path, body in _objects():
+            await kube.request("POST", path, body=body)
+        await self._step("claim generated from the template and allocated", lambda: _allocated_claim(kube))
+        await self._step("NodePrepareResources", lambda: _call(node, "NodePrepareResources"))
+        pod = await self._step("pod Running", lambda: _running_pod(kube))
+        await self._step("CDI devices for container main", lambda: _cdi_devices(node, pod, cdi))
+        await kube.request("DELETE", api_path("", "v1", "pods", namespace=NAMESPACE, name=POD))
+        await self._step("NodeUnprepareResources", lambda: _call(node, "NodeUnprepareResources"))
+        await self._step("pod deleted, generated claim deleted", lambda: _all_gone(kube))
+
+    async def _step(self, title: str, probe: Callable[[], Awaitable[tuple[Any, str] | None]]) -> Any:
+        """Poll ``probe`` until it returns (value, detail); record and report the step."""
+        started = time.monotonic()
+        deadline = started + STEP_TIMEOUT
+        while (found := await probe()) is None:
+            if time.monotonic() > deadline:
+                raise DemoFailed(
+                    f"step {title!r} did not happen within {STEP_TIMEOUT:g} s",
+                    where=str(self.workdir / "kubelet-dra.log"),
+                    fix=f"read the logs kept in {self.workdir}, or rerun with -v 4 to see every request and call",
+                )
+            await asyncio.sleep(0.05)
+        value, detail = found
+        step = Step(title, time.monotonic() - started, detail)
+        self.steps.append(step)
+        self.report(step)
+        return value
+
+    @contextlib.asynccontextmanager
+    async def _driver(self, registry: Path, plugin_dir: Path, cdi: Path) -> AsyncIterator[None]:
+        """The reference driver as its own process, stopped with SIGTERM like a DaemonSet pod."""
+        log = (self.workdir / "driver.log").open("wb")
+        process = await asyncio.create_subprocess_exec(
+            *(sys.executable, "-m", "kubelet_dra", "driver", "--driver-name", DRIVER, "--node-name", NODE),
+            *("--kubeconfig", str(self.kubeconfig), "--registry-dir", str(registry)),
+            *("--plugin-dir", str(plugin_dir), "--cdi-root", str(cdi), "--devices", "2"),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=log,
+        )
+        try:
+            yield
+        finally:
+            if process.returncode is None:
+                process.terminate()
+            try:
+                await asyncio.wait_for(process.wait(), 10)
+            except TimeoutError:
+                process.kill()
+                await process.wait()
+            log.close()
+
+
+async def _registered(node: Node) -> tuple[None, str] | None:
+    instances = [instance for instance in node.instances(DRIVER) if instance.connected]
+    if not instances:
+        return None
+    return None, f"{DRIVER} at {instances[0].endpoint}, service {instances[0].chosen_service}"
+
+
+async def _slices(kube: KubeClient) -> tuple[None, str] | None:
+    query = {"fieldSelector": f"spec.nodeName={NODE},spec.driver={DRIVER}"}
+    items = (await kube.request("GET", api_path(RESOURCE, "v1", "resourceslices"), query=query)).get("items") or []
+    devices = [device["name"] for item in items for device in item["spec"].get("devices") or []]
+    if not devices:
+        return None
+    return None, f"{len(items)} slice(s), pool {NODE}, devices {', '.join(devices)}"
+
+
+async def _claims(kube: KubeClient) -> list[dict[str, Any]]:
+    path = api_path(RESOURCE, "v1", "resourceclaims", namespace=NAMESPACE)
+    return (await kube.request("GET", path)).get("items") or []
+
+
+async def _allocated_claim(kube: KubeClient) -> tuple[None, str] | None:
+    for claim in await _claims(kube):
+        status = claim.get("status") or {}
+        results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
+        if results and status.get("reservedFor"):
+            devices = ", ".join(f"{r['driver']}/{r['pool']}/{r['device']}" for r in results)
+            return None, f"{claim['metadata']['name']} → {devices}, reserved for {POD}"
+    return None
+
+
+async def _call(node: Node, method: str) -> tuple[None, str] | None:
+    records = [record for record in node.recorder.records(driver=DRIVER, method=method) if record.status == "OK"]
+    if not records:
+        return None
+    record = records[-1]
+    claims = ", ".join(claim["name"] for claim in record.request.get("claims", []))
+    return None, f"request {record.request_id}: claims {claims}, {record.duration * 1000:.0f} ms, {record.status}"
+
+
+async def _running_pod(kube: KubeClient) -> tuple[dict[str, Any], str] | None:
+    pod = await kube.request("GET", api_path("", "v1", "pods", namespace=NAMESPACE, name=POD))
+    if (pod.get("status") or {}).get("phase") != "Running":
+        return None
+    return pod, f"{NAMESPACE}/{POD} on {NODE}"
+
+
+async def _cdi_devices(node: Node, pod: dict[str, Any], cdi: Path) -> tuple[None, str] | None:
+    assert node.manager is not None
+    ids = node.manager.get_resources(pod, "main")
+    specs = sorted(path.name for path in cdi.iterdir())
+    return None, f"{', '.join(ids)} (spec files: {', '.join(specs)})"
+
+
+async def _all_gone(kube: KubeClient) -> tuple[None, str] | None:
+    try:
+        await kube.request("GET", api_path("", "v1", "pods", namespace=NAMESPACE, name=POD))
+        return None
+    except KubeApiError as err:
+        if not err.not_found:
+            raise
+    if await _claims(kube):
+        return None
+    return None, "the kubelet finished the deletion after unprepare; the claim went with its pod"
+
+
+def _objects() -> list[tuple[str, dict[str, Any]]]:
+    """What a user applies: a DeviceClass, a claim template and a pod that uses it."""
+    device_class = {
+        "apiVersion": f"{RESOURCE}/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": DRIVER},
+        "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{DRIVER}'"}}]},
+    }
+    template = {
+        "apiVersion": f"{RESOURCE}/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "one-gpu", "namespace": NAMESPACE},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER}}]}}},
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": POD, "namespace": NAMESPACE},
+        "spec": {
+            "nodeName": NODE,
+            "containers": [{"name": "main", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}],
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+        },
+    }
+    return [
+        (api_path(RESOURCE, "v1", "deviceclasses"), device_class),
+        (api_path(RESOURCE, "v1", "resourceclaimtemplates", namespace=NAMESPACE), template),
+        (api_path("", "v1", "pods", namespace=NAMESPACE), pod),
+    ]
+
+
+@contextlib.contextmanager
+def workdir(keep: bool) -> Iterator[Path]:
+    """A short temp dir (Unix socket paths are limited to 107 bytes), removed afterwards unless kept.
+
+    It is kept when the demo fails too: its logs are what the error message points at.
+    """
+    path = Path(tempfile.mkdtemp(prefix="kubelet-dra-demo-", dir="/tmp"))
+    try:
+        yield path
+    except BaseException:
+        keep = True
+        raise
+    finally:
+        if not keep:
+            shutil.rmtree(path, ignore_errors=True)
