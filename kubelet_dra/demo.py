@@ -169,7 +169,15 @@ async def _call(node: Node, method: str) -> tuple[None, str] | None:
         return None
     record = records[-1]
     claims = ", ".join(claim["name"] for claim in record.request.get("claims", []))
-    return None, f"request {record.request_id}: claims {claims}, {record.duration * 1000:.0f} ms, {record.status}"
+    answer = record.response if isinstance(record.response, dict) else {}
+    devices = [
+        f"{device['pool_name']}/{device['device_name']} [{', '.join(device['cdi_device_ids'])}]"
+        for result in (answer.get("claims") or {}).values()
+        for device in result.get("devices") or []
+    ]
+    returned = f"; devices {'; '.join(devices)}" if devices else ""
+    took = f"{record.duration * 1000:.0f} ms"
+    return None, f"request {record.request_id}: claims {claims}, {took}, {record.status}{returned}"
 
 
 async def _running_pod(kube: KubeClient) -> tuple[dict[str, Any], str] | None:

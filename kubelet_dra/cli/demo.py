@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import signal
 
+from rich.markup import escape
 from rich.table import Table
 
 from kubelet_dra import log
@@ -47,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _report_step(step: Step) -> None:
-    output.console().print(f"  [green]✓[/green] {step.title} [dim]({step.seconds:.2f} s)[/dim]: {step.detail}")
+    detail = escape(step.detail)  # CDI IDs and paths are text, not rich markup
+    output.console().print(f"  [green]✓[/green] {step.title} [dim]({step.seconds:.2f} s)[/dim]: {detail}")
 
 
 def _ignore(step: Step) -> None:

@@ -31,7 +31,8 @@ def test_demo_runs_every_step_and_cleans_up():
     details = {step["step"]: step["detail"] for step in report["steps"]}
     assert "service v1.DRAPlugin" in details["driver registered"]
     assert "gpu.example.com/demo-node/device-" in details["claim generated from the template and allocated"]
-    assert details["NodePrepareResources"].endswith("OK")
+    assert ", OK; devices demo-node/device-" in details["NodePrepareResources"]
+    assert "k8s.gpu.example.com/device=common" in details["NodePrepareResources"]
     assert "k8s.gpu.example.com/device=" in details["CDI devices for container main"]
     assert not Path(report["workdir"]).exists(), "the demo removes its work dir"
     assert "Traceback" not in result.stderr
@@ -43,4 +44,5 @@ def test_demo_text_output_is_a_readable_summary():
     for title in STEPS:
         assert f"✓ {title}" in result.stdout
     assert "every step held" in result.stdout
+    assert "[k8s.gpu.example.com/device=common, " in result.stdout, "CDI IDs are shown, not eaten as markup"
     assert result.stderr == "", "logs go to the work dir, not the terminal, at -v 0"
