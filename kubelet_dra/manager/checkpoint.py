@@ -74,7 +74,7 @@ def go_json(value: Any) -> str:
 
 
 def _utf8(text: str) -> bytes:
-    """Lone surrogates (possible after ``\\udXXX`` escapes in a hand-edited file) must not crash a write."""
+    """Lone surrogates (possible after ``\\ud800``-style escapes in a hand-edited file) must not crash a write."""
     return text.encode("utf-8", "surrogatepass")
 
 
