@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from kubelet_dra.apiserver.server import EmbeddedAPIServer
 from kubelet_dra.node import Node, NodeOptions
 from kubelet_dra.registration import HandshakeTimeouts
 
@@ -59,3 +60,15 @@ def node_factory(registry: Path, clock: FakeClock) -> Callable[..., contextlib.A
             yield node
 
     return start
+
+
+@pytest.fixture
+async def apiserver(tmp: Path) -> AsyncIterator[EmbeddedAPIServer]:
+    """A fresh embedded API server per test: these tests wipe and count the node's slices."""
+    async with EmbeddedAPIServer() as server:
+        yield server
+
+
+@pytest.fixture
+def kubeconfig(apiserver: EmbeddedAPIServer, tmp: Path) -> str:
+    return str(apiserver.kubeconfig(tmp / "admin.kubeconfig"))

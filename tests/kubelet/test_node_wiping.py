@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
-from kubelet_dra.apiserver.server import EmbeddedAPIServer
 from kubelet_dra.kube.client import KubeClient, api_path
 from kubelet_dra.node import Node
 
@@ -15,17 +11,6 @@ from .support import FakeClock
 from .test_wiper import create_node, create_slices, slice_names
 
 GPU = "gpu.example.com"
-
-
-@pytest.fixture
-async def apiserver(tmp: Path) -> AsyncIterator[EmbeddedAPIServer]:
-    async with EmbeddedAPIServer() as server:
-        yield server
-
-
-@pytest.fixture
-def kubeconfig(apiserver: EmbeddedAPIServer, tmp: Path) -> str:
-    return str(apiserver.kubeconfig(tmp / "admin.kubeconfig"))
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from helpers import KubeletDRAProcess as Process
 
-from kubelet_dra.apiserver.server import EmbeddedAPIServer
 from kubelet_dra.kube.client import KubeClient
 from kubelet_dra.node import Node
 from kubelet_dra.registration import SocketPhase
@@ -16,17 +15,6 @@ from kubelet_dra.registration import SocketPhase
 from .test_wiper import slice_names
 
 GPU = "gpu.example.com"
-
-
-@pytest.fixture
-async def apiserver() -> AsyncIterator[EmbeddedAPIServer]:
-    async with EmbeddedAPIServer() as server:
-        yield server
-
-
-@pytest.fixture
-def kubeconfig(apiserver: EmbeddedAPIServer, tmp: Path) -> str:
-    return str(apiserver.kubeconfig(tmp / "admin.kubeconfig"))
 
 
 @pytest.fixture
