@@ -11,20 +11,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
-import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from kubelet_dra.apiserver.server import EmbeddedAPIServer
-from kubelet_dra.controlplane import ControlPlane
 from kubelet_dra.errors import KubeletDRAError
 from kubelet_dra.kube.client import KubeApiError, KubeClient, api_path
 from kubelet_dra.node import Node, NodeOptions
+from kubelet_dra.testbed import DriverSpec, Testbed, TestbedOptions, manifests, objects
 
 NODE = "demo-node"
 DRIVER = "gpu.example.com"
@@ -57,31 +55,20 @@ class Demo:
     kubeconfig: Path | None = None
 
     async def run(self, until_stopped: Callable[[], Awaitable[None]] | None = None) -> list[Step]:
-        registry, plugin_dir, cdi, state = (self.workdir / name for name in ("registry", "plugin", "cdi", "state"))
-        for directory in (registry, plugin_dir, cdi, state):
-            directory.mkdir()
-        async with EmbeddedAPIServer(listen="127.0.0.1:0") as server:
-            self.kubeconfig = server.kubeconfig(self.workdir / "kubeconfig")
-            kube = KubeClient.from_kubeconfig(str(self.kubeconfig))
-            options = NodeOptions(state_dir=str(state), pod_retry_period=0.5)
-            try:
-                async with (
-                    Node(NODE, str(registry), kube=kube, options=options) as node,
-                    ControlPlane(kube),
-                    self._driver(registry, plugin_dir, cdi),
-                ):
-                    await self._flow(node, kube, cdi)
-                    if until_stopped is not None:
-                        await until_stopped()
-            finally:
-                kube.close()
+        options = TestbedOptions(node_name=NODE, node=NodeOptions(pod_retry_period=0.5))
+        async with Testbed(options, workdir=self.workdir) as bed:
+            self.kubeconfig = bed.kubeconfig
+            await bed.add_driver(DriverSpec(DRIVER, extra_args=("--devices", "2")), wait=None)
+            await self._flow(bed.node, bed.kube, bed.cdi_root)
+            if until_stopped is not None:
+                await until_stopped()
         return self.steps
 
     async def _flow(self, node: Node, kube: KubeClient, cdi: Path) -> None:
         await self._step("driver registered", lambda: _registered(node))
         await self._step("ResourceSlices published", lambda: _slices(kube))
-        for path, body in _objects():
-            await kube.request("POST", path, body=body)
+        for manifest in _objects():
+            await objects.apply(kube, manifest)
         await self._step("claim generated from the template and allocated", lambda: _allocated_claim(kube))
         await self._step("NodePrepareResources", lambda: _call(node, "NodePrepareResources"))
         pod = await self._step("pod Running", lambda: _running_pod(kube))
@@ -107,29 +94,6 @@ class Demo:
         self.steps.append(step)
         self.report(step)
         return value
-
-    @contextlib.asynccontextmanager
-    async def _driver(self, registry: Path, plugin_dir: Path, cdi: Path) -> AsyncIterator[None]:
-        """The reference driver as its own process, stopped with SIGTERM like a DaemonSet pod."""
-        log = (self.workdir / "driver.log").open("wb")
-        process = await asyncio.create_subprocess_exec(
-            *(sys.executable, "-m", "kubelet_dra", "driver", "--driver-name", DRIVER, "--node-name", NODE),
-            *("--kubeconfig", str(self.kubeconfig), "--registry-dir", str(registry)),
-            *("--plugin-dir", str(plugin_dir), "--cdi-root", str(cdi), "--devices", "2"),
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=log,
-        )
-        try:
-            yield
-        finally:
-            if process.returncode is None:
-                process.terminate()
-            try:
-                await asyncio.wait_for(process.wait(), 10)
-            except TimeoutError:
-                process.kill()
-                await process.wait()
-            log.close()
 
 
 async def _registered(node: Node) -> tuple[None, str] | None:
@@ -206,34 +170,12 @@ async def _all_gone(kube: KubeClient) -> tuple[None, str] | None:
     return None, "the kubelet finished the deletion after unprepare; the claim went with its pod"
 
 
-def _objects() -> list[tuple[str, dict[str, Any]]]:
+def _objects() -> list[dict[str, Any]]:
     """What a user applies: a DeviceClass, a claim template and a pod that uses it."""
-    device_class = {
-        "apiVersion": f"{RESOURCE}/v1",
-        "kind": "DeviceClass",
-        "metadata": {"name": DRIVER},
-        "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{DRIVER}'"}}]},
-    }
-    template = {
-        "apiVersion": f"{RESOURCE}/v1",
-        "kind": "ResourceClaimTemplate",
-        "metadata": {"name": "one-gpu", "namespace": NAMESPACE},
-        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER}}]}}},
-    }
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": POD, "namespace": NAMESPACE},
-        "spec": {
-            "nodeName": NODE,
-            "containers": [{"name": "main", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}],
-            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
-        },
-    }
     return [
-        (api_path(RESOURCE, "v1", "deviceclasses"), device_class),
-        (api_path(RESOURCE, "v1", "resourceclaimtemplates", namespace=NAMESPACE), template),
-        (api_path("", "v1", "pods", namespace=NAMESPACE), pod),
+        manifests.device_class(DRIVER),
+        manifests.claim_template("one-gpu", DRIVER, requests=("gpu",)),
+        manifests.pod(POD, NODE, templates={"gpu": "one-gpu"}),
     ]
 
 

@@ -1,0 +1,17 @@
+"""The stage the suites play on: a node, its API server and control plane, and driver processes."""
+
+from kubelet_dra.testbed import manifests, objects
+from kubelet_dra.testbed.bed import Testbed, TestbedOptions
+from kubelet_dra.testbed.drivers import PLACEHOLDERS, REFERENCE_DRIVER, DriverProcess, DriverSpec, command_words
+
+__all__ = [
+    "PLACEHOLDERS",
+    "REFERENCE_DRIVER",
+    "DriverProcess",
+    "DriverSpec",
+    "Testbed",
+    "TestbedOptions",
+    "command_words",
+    "manifests",
+    "objects",
+]
