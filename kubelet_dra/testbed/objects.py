@@ -80,9 +80,13 @@ async def apply(kube: KubeClient, manifest: dict[str, Any]) -> dict[str, Any]:
         }
         stored = await kube.request("PUT", manifest_path(manifest), body=body)
     if status and kind_of(str(manifest["kind"])).status:
-        path = manifest_path({**stored, "apiVersion": manifest.get("apiVersion", "v1")})
-        stored = await kube.request("PUT", f"{path}/status", body={**stored, "status": status})
+        stored = await write_status(kube, {**stored, "apiVersion": manifest.get("apiVersion", "v1")}, status)
     return stored
+
+
+async def write_status(kube: KubeClient, stored: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+    """Replace the status of an object read from the server (the status subresource, as controllers do)."""
+    return await kube.request("PUT", f"{manifest_path(stored)}/status", body={**stored, "status": status})
 
 
 async def delete(

@@ -1,0 +1,1 @@
+"""The checks, one module per area; importing this package registers them all."""

@@ -1,0 +1,249 @@
+"""``CheckContext``: what a check works with, and the few verbs every check needs.
+
+A check gets the running testbed, the driver under test and what the capability probe learnt,
+and makes its claims, pods and gRPC calls through the context, which registers their clean-up
+(run in reverse order even when the check fails) and keeps the calls the check made, for the
+report of a failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import attrs
+
+from kubelet_dra.api import dra_v1_pb2
+from kubelet_dra.conformance.framework import CheckFailed, CheckSkipped
+from kubelet_dra.controlplane.allocator import Unsatisfiable, allocate, allocated_keys
+from kubelet_dra.kube.client import KubeApiError
+from kubelet_dra.manager.cdi import ResolvedDevice, resolve
+from kubelet_dra.plugins import CallRecord
+from kubelet_dra.plugins.client import DRAClient
+from kubelet_dra.testbed import DriverProcess, Testbed, manifests, objects
+
+POD_TIMEOUT = 20.0
+CONSUMER_GROUP = "kubelet-dra.dev"
+CONSUMER_RESOURCE = "conformancechecks"
+
+
+@attrs.frozen
+class SuiteOptions:
+    """Knobs of the suite itself (not of the driver)."""
+
+    idempotency_count: int = 10
+    latency_warning: float = 5.0
+    """Warn when one prepare takes longer than this (the kubelet gives up after 45 s)."""
+    republish_within: float = 10.0
+    """How long a driver may take to publish its ResourceSlices again after they were wiped."""
+    check_timeout: float = 60.0
+    device_class: str | None = None
+    """An existing DeviceClass to allocate from; default: one the suite creates for all the driver's devices."""
+
+
+@attrs.frozen
+class Capabilities:
+    """What the probe learnt about the driver before any check ran."""
+
+    driver_name: str
+    endpoint: str
+    versions: tuple[str, ...]
+    """The service identifiers GetInfo advertised."""
+    chosen_service: str
+    health: bool
+    can_restart: bool
+    embedded: bool
+    reference: bool
+
+
+@attrs.define
+class CheckContext:
+    bed: Testbed
+    driver: DriverProcess | None
+    """The driver's process when the suite started it; ``None`` for a driver that was already running."""
+    capabilities: Capabilities
+    options: SuiteOptions
+    device_class: str
+    warnings: list[str] = attrs.Factory(list)
+    _cleanups: list[Callable[[], Awaitable[object]]] = attrs.Factory(list)
+    _first_call: int = 0
+
+    def __attrs_post_init__(self) -> None:
+        self._first_call = len(self.bed.calls())
+
+    @property
+    def driver_name(self) -> str:
+        return self.capabilities.driver_name
+
+    @property
+    def node_name(self) -> str:
+        return self.bed.options.node_name
+
+    # --- verdicts ---
+
+    @staticmethod
+    def fail(message: str) -> NoReturn:
+        raise CheckFailed(message)
+
+    @staticmethod
+    def skip(reason: str) -> NoReturn:
+        raise CheckSkipped(reason)
+
+    def expect(self, condition: object, message: str) -> None:
+        if not condition:
+            self.fail(message)
+
+    def warn(self, message: str) -> None:
+        """Something to tell the driver's author that does not fail the check."""
+        self.warnings.append(message)
+
+    # --- clean-up ---
+
+    def defer(self, cleanup: Callable[[], Awaitable[object]]) -> None:
+        """Run ``cleanup`` after the check, whatever its outcome (last registered, first run)."""
+        self._cleanups.append(cleanup)
+
+    async def cleanup(self) -> list[str]:
+        """Run every registered clean-up; what failed, for the report (a failed clean-up stops nothing)."""
+        problems = []
+        while self._cleanups:
+            try:
+                await self._cleanups.pop()()
+            except Exception as err:  # every clean-up runs; the report names what failed
+                problems.append(f"clean-up failed: {err}")
+        return problems
+
+    # --- calls ---
+
+    def calls(self, method: str | None = None) -> list[CallRecord]:
+        """The gRPC calls made to the driver since this check started (optionally of one method)."""
+        records = self.bed.calls()[self._first_call :]
+        return [
+            r for r in records if r.driver == self.driver_name and (method is None or r.method.endswith(f"/{method}"))
+        ]
+
+    def client(self) -> DRAClient:
+        """The node's gRPC client for the driver: calls go out with request IDs and are recorded."""
+        return self.bed.node.plugins.get_plugin(self.driver_name).client
+
+    async def prepare(self, *claims: dict[str, Any]) -> dra_v1_pb2.NodePrepareResourcesResponse:
+        request = dra_v1_pb2.NodePrepareResourcesRequest(claims=[claim_ref(claim) for claim in claims])
+        return await self.client().node_prepare_resources(request)
+
+    async def unprepare(self, *claims: dict[str, Any]) -> dra_v1_pb2.NodeUnprepareResourcesResponse:
+        request = dra_v1_pb2.NodeUnprepareResourcesRequest(claims=[claim_ref(claim) for claim in claims])
+        return await self.client().node_unprepare_resources(request)
+
+    # --- objects ---
+
+    def name(self, prefix: str) -> str:
+        return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+    async def slices(self) -> list[dict[str, Any]]:
+        """The ResourceSlices of the driver on this node, as the API server has them now."""
+        selector = f"spec.nodeName={self.node_name},spec.driver={self.driver_name}"
+        return await objects.list_objects(self.bed.kube, "ResourceSlice", field_selector=selector)
+
+    async def allocated_claim(self, count: int = 1) -> dict[str, Any]:
+        """A ResourceClaim allocated ``count`` free devices of the driver on this node, as a scheduler would,
+        for calling the driver directly. It is reserved for the suite itself (not a pod), so the control
+        plane keeps its allocation. It is unprepared (best effort) and deleted afterwards."""
+        claim = await objects.apply(self.bed.kube, manifests.claim(self.name("claim"), self.device_class, count=count))
+        self.defer(lambda: self._forget_claim(claim))
+        slices = await self.slices()
+        device_class = await objects.get(self.bed.kube, "DeviceClass", self.device_class) or {}
+        in_use = frozenset().union(
+            *(allocated_keys(c) for c in await objects.list_objects(self.bed.kube, "ResourceClaim"))
+        )
+        try:
+            allocation = allocate(
+                claim, node=self.node_name, slices=slices, classes={self.device_class: device_class}, in_use=in_use
+            )
+        except Unsatisfiable as err:
+            self.fail(f"cannot allocate {count} device(s) of {self.driver_name} on {self.node_name}: {err}")
+        consumer = {"apiGroup": CONSUMER_GROUP, "resource": CONSUMER_RESOURCE, "name": claim["metadata"]["name"]}
+        status = {"allocation": allocation.to_status(), "reservedFor": [{**consumer, "uid": str(uuid.uuid4())}]}
+        return await objects.write_status(self.bed.kube, claim, status)
+
+    async def _forget_claim(self, claim: dict[str, Any]) -> None:
+        with contextlib.suppress(Exception):
+            await self.unprepare(claim)
+        await objects.delete(self.bed.kube, "ResourceClaim", claim["metadata"]["name"])
+
+    async def run_pod(
+        self, claims: int = 1, *, devices: int = 1, containers: Sequence[str] = ("main",), running: bool = True
+    ) -> dict[str, Any]:
+        """A pod on this node with ``claims`` template claims of ``devices`` devices each; by default waits
+        until the node reports it Running (its claims prepared). Deleted, and waited for, afterwards."""
+        template = await objects.apply(
+            self.bed.kube, manifests.claim_template(self.name("template"), self.device_class, count=devices)
+        )
+        template_name = template["metadata"]["name"]
+        self.defer(lambda: objects.delete(self.bed.kube, "ResourceClaimTemplate", template_name))
+        pod_claims = {f"claim-{index}": template_name for index in range(claims)}
+        pod = await objects.apply(
+            self.bed.kube,
+            manifests.pod(self.name("pod"), self.node_name, templates=pod_claims, containers=containers),
+        )
+        self.defer(lambda: self.delete_pod(pod))
+        return await self.wait_running(pod) if running else pod
+
+    async def wait_running(self, pod: dict[str, Any], timeout: float = POD_TIMEOUT) -> dict[str, Any]:
+        name = pod["metadata"]["name"]
+
+        async def running() -> dict[str, Any] | None:
+            current = await objects.get(self.bed.kube, "Pod", name)
+            return current if current and (current.get("status") or {}).get("phase") == "Running" else None
+
+        try:
+            return await self.bed.until(running, timeout=timeout, what=f"pod {name} Running")
+        except Exception:
+            self.fail(f"pod {name} did not start within {timeout:g} s: {await self.pod_events(pod)}")
+
+    async def pod_events(self, pod: dict[str, Any]) -> str:
+        """The pod's Warning events, one line each, for failure messages."""
+        events = await objects.list_objects(self.bed.kube, "Event", pod["metadata"].get("namespace", "default"))
+        lines = [
+            f"{event.get('reason')}: {event.get('message')}"
+            for event in events
+            if (event.get("involvedObject") or {}).get("name") == pod["metadata"]["name"]
+        ]
+        return "; ".join(lines) or "no events"
+
+    async def delete_pod(self, pod: dict[str, Any], timeout: float = POD_TIMEOUT) -> None:
+        """Delete the pod as ``kubectl delete`` does and wait until the node finished it (claims unprepared)."""
+        name = pod["metadata"]["name"]
+        await objects.delete(self.bed.kube, "Pod", name)
+
+        async def gone() -> bool:
+            try:
+                return await objects.get(self.bed.kube, "Pod", name) is None
+            except KubeApiError:
+                return False
+
+        await self.bed.until(gone, timeout=timeout, what=f"pod {name} deleted")
+
+    async def pod_claims(self, pod: dict[str, Any]) -> list[dict[str, Any]]:
+        """The ResourceClaims generated for the pod, from its status."""
+        current = await objects.get(self.bed.kube, "Pod", pod["metadata"]["name"]) or pod
+        names = [s.get("resourceClaimName") for s in (current.get("status") or {}).get("resourceClaimStatuses") or []]
+        found = [await objects.get(self.bed.kube, "ResourceClaim", name) for name in names if name]
+        return [claim for claim in found if claim is not None]
+
+    def resolve_cdi(self, cdi_ids: Sequence[str]) -> list[ResolvedDevice]:
+        """The CDI spec entries behind ``cdi_ids`` under the node's CDI root (``CDIResolutionError`` if missing)."""
+        return resolve(cdi_ids, [Path(self.bed.cdi_root)])
+
+    async def timed(self, work: Awaitable[Any]) -> tuple[Any, float]:
+        started = time.monotonic()
+        result = await work
+        return result, time.monotonic() - started
+
+
+def claim_ref(claim: dict[str, Any]) -> dra_v1_pb2.Claim:
+    meta = claim["metadata"]
+    return dra_v1_pb2.Claim(namespace=meta.get("namespace", "default"), name=meta["name"], uid=meta["uid"])
