@@ -21,8 +21,29 @@ SUBCOMMANDS: tuple[str, ...] = ("demo", "services", "apiserver", "driver", "run"
 TRACEBACK_VERBOSITY = 5
 
 
-def load_commands() -> list[Command]:
-    return [importlib.import_module(f"kubelet_dra.cli.{name}").COMMAND for name in SUBCOMMANDS]
+VALUED_GLOBAL_FLAGS = ("-v", "--verbosity", "--output")
+
+
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names, if any: the first word that is neither a global flag nor its value."""
+    words = iter(argv)
+    for word in words:
+        if word in VALUED_GLOBAL_FLAGS:
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def load_commands(argv: Sequence[str] = ()) -> list[Command]:
+    """The subcommand ``argv`` names alone, else all of them (for help and for the error listing them).
+
+    Importing one subcommand's module instead of all keeps a driver process or a short command
+    from paying for the API server, the node and the suites at every start.
+    """
+    chosen = chosen_command(argv)
+    names = (chosen,) if chosen in SUBCOMMANDS else SUBCOMMANDS
+    return [importlib.import_module(f"kubelet_dra.cli.{name}").COMMAND for name in names]
 
 
 def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
@@ -61,7 +82,8 @@ def add_global_flags(parser: argparse.ArgumentParser, *, defaults: bool) -> None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser(load_commands())
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(load_commands(argv))
     args = parser.parse_args(argv)
     log.configure(args.verbosity)
     if not getattr(args, "run", None):
