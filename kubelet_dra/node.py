@@ -11,7 +11,9 @@ Without a kubeconfig (or ``kube`` client) the node runs standalone, like a kubel
 API client: nothing is wiped. With one, the Node object is created if missing (as the kubelet
 registers its node) and all of the node's ResourceSlices are wiped at start, in the background.
 With a ``state_dir`` as well, the node also runs the pods bound to it: a DRA manager whose
-checkpoint lives in that dir prepares and unprepares their claims (``kubelet_dra.pods``).
+checkpoint lives in that dir prepares and unprepares their claims (``kubelet_dra.pods``), and the
+device health cache is kept in ``dra_health_state`` there. The kubelet's DRA metrics are always
+recorded (``node.metrics_text()``); with a ``metrics_port`` they are also served over HTTP.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import attrs
 from kubelet_dra.kube.client import KubeApiError, KubeClient, api_path
 from kubelet_dra.log import get_logger
 from kubelet_dra.manager import DEFAULT_RECONCILE_PERIOD, Checkpoint, DRAManager
+from kubelet_dra.metrics import DRAMetrics, MetricsServer
 from kubelet_dra.plugins import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_HEALTH_RESTART_DELAY,
@@ -86,6 +89,9 @@ class NodeOptions:
     """How often the DRA manager unprepares claims of pods that are no longer active."""
     pod_retry_period: float = DEFAULT_RETRY_PERIOD
     """Backoff before a failed pod sync (prepare, unprepare, final delete) is retried, plus up to 50 % jitter."""
+    metrics_port: int | None = None
+    """Serve ``/metrics`` on this port (0: any free one, see ``Node.metrics_url``); ``None``: not served."""
+    metrics_address: str = "127.0.0.1"
 
 
 class Node:
@@ -108,10 +114,15 @@ class Node:
         self._own_kube = kube is None and kubeconfig is not None
         self.kube = kube if kube is not None else KubeClient.from_kubeconfig(kubeconfig) if kubeconfig else None
         self.recorder = CallRecorder(options.record_calls)
-        self.health = HealthCache(clock=self._clock.time, log=self._log) if options.health else None
+        self.metrics = DRAMetrics()
+        self._metrics_server = MetricsServer(self.metrics)
+        self.health = (
+            HealthCache(clock=self._clock.time, log=self._log, state_dir=options.state_dir) if options.health else None
+        )
         self.wiper = ResourceSliceWiper(self.kube, node_name, sleep=self._clock.sleep, rng=rng) if self.kube else None
         self.plugins = DRAPluginManager(
             recorder=self.recorder,
+            metrics=self.metrics,
             clock=self._clock.time,
             sleep=self._clock.sleep,
             wipe=self.wiper.wipe if self.wiper else None,
@@ -161,6 +172,8 @@ class Node:
         if self.wiper is not None:
             self.startup_wipe = asyncio.create_task(self._startup_wipe(self.wiper), name="startup wipe")
         try:
+            if self.options.metrics_port is not None:
+                await self._metrics_server.start(self.options.metrics_address, self.options.metrics_port)
             await self.registration.start()
         except BaseException:
             await self._shutdown()
@@ -192,6 +205,15 @@ class Node:
     def chosen_services(self) -> dict[tuple[str, str], str]:
         """(driver name, endpoint) → advertised identifier of the service negotiated for that instance."""
         return {(i.driver_name, i.endpoint): i.chosen_service for i in self.plugins.instances()}
+
+    @property
+    def metrics_url(self) -> str:
+        """Where ``/metrics`` is served ("" when it is not)."""
+        return self._metrics_server.url
+
+    def metrics_text(self) -> str:
+        """The kubelet's DRA metrics in the Prometheus text format, as ``GET /metrics`` returns them."""
+        return self.metrics.text()
 
     def pending_wipes(self) -> dict[str, float]:
         """Driver → when its ResourceSlices will be wiped unless it becomes usable first."""
@@ -245,5 +267,6 @@ class Node:
             self.startup_wipe.cancel()
             await asyncio.wait([self.startup_wipe])
         await self.plugins.close()
+        await self._metrics_server.stop()
         if self._own_kube and self.kube is not None:
             self.kube.close()

@@ -3,8 +3,10 @@
 Pods with ``spec.nodeName`` = the node are watched. Each gets a worker that, like the kubelet's
 pod worker, prepares the pod's claims before "starting" it (there are no containers: starting
 means asking the manager for each container's CDI devices and reporting the pod Running), and,
-once the pod is being deleted or has a terminal phase, unprepares them and only then finishes the
-deletion with grace period 0. A failed step is retried after the kubelet's pod worker backoff (a
+once the pod is being deleted or has a terminal phase, unprepares them. A deleted pod then gets
+the kubelet's final status (phase Failed, its containers terminated as if killed) and only then is
+its deletion finished with grace period 0; a pod that reached Succeeded or Failed by itself keeps
+its status and object. A failed step is retried after the kubelet's pod worker backoff (a
 fixed period with jitter) or at once when the pod changes; a failed prepare also gets a Warning
 Event ``FailedPrepareDynamicResources``. A pod whose unprepare fails stays until it succeeds.
 """
@@ -32,6 +34,10 @@ RELIST_DELAY = 1.0
 FAILED_PREPARE_REASON = "FailedPrepareDynamicResources"
 TERMINAL_PHASES = ("Succeeded", "Failed")
 POD_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")
+TERMINATED_CONDITIONS = {"PodReadyToStartContainers": "", "Ready": "PodCompleted", "ContainersReady": "PodCompleted"}
+"""The conditions a terminated pod has False, with their reason; the others stay True."""
+KILLED_EXIT_CODE = 137
+"""SIGKILL: what a container that ignored SIGTERM for its grace period exits with; non-zero, so the pod Failed."""
 
 HealthLookup = Callable[[str], list[DeviceHealth]]
 """Driver name → its devices' current health (empty when health is not followed)."""
@@ -203,9 +209,12 @@ class PodWorkers:
         return False
 
     async def _finish(self, pod: dict[str, Any], log: Logger) -> bool:
-        """Delete a deleted pod for good (grace period 0); a terminal pod that is not deleted just stays."""
+        """Report a deleted pod terminated, then delete it for good (grace period 0); a terminal pod that is
+        not deleted just stays."""
         if not pod["metadata"].get("deletionTimestamp"):
             return True
+        if not await self._report_terminated(pod, log):
+            return False
         meta = pod["metadata"]
         path = api_path("", "v1", "pods", namespace=meta["namespace"], name=meta["name"])
         try:
@@ -250,6 +259,42 @@ class PodWorkers:
             log.error("Failed to update pod status", err)
             return
         log.v(2).info("Pod status updated", phase="Running")
+
+    async def _report_terminated(self, pod: dict[str, Any], log: Logger) -> bool:
+        """Write the final status of a deleted pod: all containers terminated, phase Failed (a killed container
+        exits non-zero). A pod already in a terminal phase keeps it. False when the write failed (retried)."""
+        status = pod.get("status") or {}
+        if status.get("phase") in TERMINAL_PHASES:
+            return True
+        now = _now()
+        old = status.get("containerStatuses") or []
+        final = {
+            "phase": "Failed",
+            "conditions": [
+                _condition(
+                    kind,
+                    status.get("conditions") or [],
+                    now,
+                    status="False" if kind in TERMINATED_CONDITIONS else "True",
+                    reason=TERMINATED_CONDITIONS.get(kind, ""),
+                )
+                for kind in POD_CONDITIONS
+            ],
+            "containerStatuses": [
+                _terminated_status(container, old, now) for container in pod["spec"].get("containers") or []
+            ],
+        }
+        meta = pod["metadata"]
+        path = api_path("", "v1", "pods", namespace=meta["namespace"], name=meta["name"]) + "/status"
+        try:
+            await self._kube.request("PATCH", path, body={"status": final}, content_type="application/merge-patch+json")
+        except KubeApiError as err:
+            if err.not_found:
+                return True
+            log.error("Failed to update the status of terminated pod, will retry", err)
+            return False
+        log.v(2).info("Pod status updated", phase="Failed")
+        return True
 
     def _container_status(
         self, pod: Mapping[str, Any], container: Mapping[str, Any], old: list[dict[str, Any]], started: str
@@ -317,8 +362,39 @@ class PodWorkers:
             self._log.error("Cannot record event", err, reason=reason)
 
 
-def _condition(kind: str, old: list[dict[str, Any]], since: str) -> dict[str, Any]:
-    """A True condition, keeping its transition time when it already was True."""
+def _condition(
+    kind: str, old: list[dict[str, Any]], since: str, *, status: str = "True", reason: str = ""
+) -> dict[str, Any]:
+    """A condition, keeping its transition time when its status did not change."""
     previous = next((entry for entry in old if entry.get("type") == kind), {})
-    since = previous.get("lastTransitionTime", since) if previous.get("status") == "True" else since
-    return {"type": kind, "status": "True", "lastTransitionTime": since}
+    since = previous.get("lastTransitionTime", since) if previous.get("status") == status else since
+    condition = {"type": kind, "status": status, "lastTransitionTime": since}
+    if reason:
+        condition["reason"] = reason
+    return condition
+
+
+def _terminated_status(container: Mapping[str, Any], old: list[dict[str, Any]], finished: str) -> dict[str, Any]:
+    """A container of a deleted pod, terminated: killed if it was running, else never located (as the kubelet
+    reports containers it cannot find when the pod terminates)."""
+    name = container["name"]
+    previous = next((entry for entry in old if entry.get("name") == name), {})
+    started = ((previous.get("state") or {}).get("running") or {}).get("startedAt")
+    terminated: dict[str, Any] = {"exitCode": KILLED_EXIT_CODE, "finishedAt": finished}
+    if started:
+        terminated |= {"reason": "Error", "startedAt": started, "containerID": previous.get("containerID", "")}
+    else:
+        terminated |= {
+            "reason": "ContainerStatusUnknown",
+            "message": "The container could not be located when the pod was terminated",
+        }
+    return {
+        "name": name,
+        "image": container.get("image", ""),
+        "imageID": "",
+        "containerID": previous.get("containerID", ""),
+        "ready": False,
+        "started": False,
+        "restartCount": previous.get("restartCount", 0),
+        "state": {"terminated": terminated},
+    }

@@ -32,12 +32,17 @@ def _quote_rune(char: str) -> str:
     return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
+def go_code_name(code: grpc.StatusCode) -> str:
+    """A gRPC status code as grpc-go's ``codes.Code.String()`` spells it: ``OK``, ``DeadlineExceeded``, ``Canceled``."""
+    if code is grpc.StatusCode.CANCELLED:
+        return "Canceled"
+    return "OK" if code is grpc.StatusCode.OK else code.name.title().replace("_", "")
+
+
 def go_rpc_error(err: grpc.aio.AioRpcError) -> str:
     """A gRPC error as grpc-go prints it, which is how it appears in kubelet messages."""
     code = err.code()
-    name = {grpc.StatusCode.OK: "OK", grpc.StatusCode.CANCELLED: "Canceled"}.get(
-        code, code.name.title().replace("_", "")
-    )
+    name = go_code_name(code)
     details = err.details() or ""
     if code is grpc.StatusCode.DEADLINE_EXCEEDED and details == "Deadline Exceeded":
         details = "context deadline exceeded"  # what a Go client reports for its own deadline

@@ -6,7 +6,8 @@ registration, rejection, deregistration and wipe is logged as a key=value line i
 words. Pods bound to the node (``spec.nodeName``) are run as far as DRA goes: claims prepared,
 status Running, claims unprepared on deletion, then the deletion finished. The DRA manager's
 checkpoint goes to ``--state-dir``, by default the registry dir's parent — where a kubelet keeps
-``dra_manager_state`` next to ``plugins_registry`` (its root dir). Ctrl-C or SIGTERM stops it cleanly.
+``dra_manager_state`` next to ``plugins_registry`` (its root dir). With ``--metrics-port`` the
+kubelet's DRA metrics are served at ``/metrics``. Ctrl-C or SIGTERM stops it cleanly.
 """
 
 from __future__ import annotations
@@ -109,6 +110,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="wait before retrying a failed prepare, unprepare or final delete of a pod, plus up to 50%% jitter"
         " (default: %(default)g, the kubelet's pod worker backoff)",
     )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=0,
+        metavar="PORT",
+        help="serve the kubelet's DRA metrics (Prometheus text format) at http://ADDRESS:PORT/metrics"
+        " (default: 0, not served)",
+    )
+    parser.add_argument(
+        "--metrics-address",
+        default="127.0.0.1",
+        metavar="ADDRESS",
+        help="address the metrics are served on (default: %(default)s)",
+    )
 
 
 def options(args: argparse.Namespace) -> NodeOptions:
@@ -121,6 +136,12 @@ def options(args: argparse.Namespace) -> NodeOptions:
             raise UsageError(
                 f"{flag[2:].replace('-', ' ')} must be positive", where=flag, fix="give a number of seconds"
             )
+    if not 0 <= args.metrics_port <= 65535:
+        raise UsageError(
+            f"metrics port {args.metrics_port} is out of range",
+            where="--metrics-port",
+            fix="give 1-65535, or 0 for off",
+        )
     return NodeOptions(
         wiping_delay=args.wiping_delay,
         call_timeout=args.call_timeout,
@@ -131,6 +152,8 @@ def options(args: argparse.Namespace) -> NodeOptions:
         state_dir=args.state_dir or str(Path(args.registry_dir).absolute().parent),
         reconcile_period=args.reconcile_period,
         pod_retry_period=args.pod_retry_period,
+        metrics_port=args.metrics_port or None,
+        metrics_address=args.metrics_address,
     )
 
 
@@ -170,7 +193,7 @@ COMMAND = Command(
         "Watch a plugin registry dir and register every DRA driver socket that appears, exactly as a v1.36"
         " kubelet would (handshake, service negotiation, instances, ResourceSlice wiping, health streams),"
         " logging each step, and run the pods bound to the node as far as DRA goes (prepare, status Running,"
-        " unprepare on deletion). Runs until Ctrl-C or SIGTERM."
+        " unprepare on deletion), optionally serving the kubelet's DRA metrics. Runs until Ctrl-C or SIGTERM."
     ),
     add_arguments=add_arguments,
     run=run,

@@ -16,6 +16,7 @@ import attrs
 from kubelet_dra.api import dra_v1_pb2
 from kubelet_dra.manager.checkpoint import Checkpoint, ClaimInfoState, DeviceState
 from kubelet_dra.manager.claims import ClaimError
+from kubelet_dra.metrics import ANY_DRIVER
 
 
 def claim_key(namespace: str, name: str) -> str:
@@ -117,6 +118,16 @@ class ClaimInfoCache:
 
     def has_pod_reference(self, pod_uid: str) -> bool:
         return any(pod_uid in info.pod_uids for info in self._entries.values())
+
+    def claims_in_use(self) -> dict[str, int]:
+        """Prepared claims per driver and in total (``<any>``); entries only loaded from the checkpoint are not."""
+        counts = {ANY_DRIVER: 0}
+        for info in self._entries.values():
+            if info.prepared:
+                counts[ANY_DRIVER] += 1
+                for driver in info.driver_state:
+                    counts[driver] = counts.get(driver, 0) + 1
+        return counts
 
     def inactive_pods(self, active_pod_uids: Collection[str]) -> dict[tuple[str, str], list[str]]:
         """(pod UID, namespace) → names of the claims still referencing each pod that is not active."""

@@ -4,13 +4,16 @@ It follows the v1.36 kubelet step by step (SPEC.md §5.3–§5.8): a pod's claim
 before the claim info cache changes; the checkpoint is written before any driver call; each driver
 instance gets ONE call per pod with every claim it has to handle; any failure of any claim fails
 the whole pod, with the kubelet's error texts. The manager reaches drivers and the API server only
-through the node it is given, so it runs the same against the bundled driver and a real one.
+through the node it is given, so it runs the same against the bundled driver and a real one. Each
+``PrepareResources``/``UnprepareResources`` is timed, and the prepared claims counted, in the node's metrics.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
+import time
 from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -33,6 +36,7 @@ from kubelet_dra.manager.claims import (
     pod_key,
     spec_claims,
 )
+from kubelet_dra.metrics import PREPARE, UNPREPARE, DRAMetrics
 
 DEFAULT_RECONCILE_PERIOD = 60.0
 DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
@@ -75,7 +79,7 @@ class PluginStore(Protocol):
 
 
 class NodeParts(Protocol):
-    """What the manager uses of a ``Node``: its name, API client and DRA plugin store."""
+    """What the manager uses of a ``Node``: its name, API client, DRA plugin store and metrics."""
 
     @property
     def name(self) -> str: ...
@@ -85,6 +89,9 @@ class NodeParts(Protocol):
 
     @property
     def plugins(self) -> PluginStore: ...
+
+    @property
+    def metrics(self) -> DRAMetrics: ...
 
 
 class DRAManager:
@@ -122,6 +129,8 @@ class DRAManager:
                 where=err.where,
                 fix=err.fix,
             ) from err
+        self._metrics = node.metrics
+        self._metrics.count_claims_with(self.cache.claims_in_use)
 
     # --- the kubelet's entry points ---
 
@@ -129,7 +138,8 @@ class DRAManager:
         """Prepare every claim of ``pod`` that is not prepared yet; ``PrepareError`` when anything fails."""
         log = self._log.with_values(pod=pod_key(pod))
         try:
-            await self._prepare(pod, log)
+            with self._timed(PREPARE):
+                await self._prepare(pod, log)
         except ClaimError as err:
             log.error("Failed to prepare dynamic resources", err)
             raise PrepareError(f"prepare dynamic resources: {err}") from err
@@ -139,8 +149,9 @@ class DRAManager:
         log = self._log.with_values(pod=pod_key(pod))
         meta = pod.get("metadata") or {}
         try:
-            names = [claim.claim_name for claim in pod_claims(pod)]
-            await self._unprepare(str(meta.get("uid", "")), str(meta.get("namespace", "")), names, log)
+            with self._timed(UNPREPARE):
+                names = [claim.claim_name for claim in pod_claims(pod)]
+                await self._unprepare(str(meta.get("uid", "")), str(meta.get("namespace", "")), names, log)
         except ClaimError as err:
             log.error("Failed to unprepare dynamic resources", err)
             raise UnprepareError(f"unprepare dynamic resources: {err}") from err
@@ -302,6 +313,16 @@ class DRAManager:
             log.info("Unprepared dynamic resources", claims=[f"{namespace}/{name}" for name in done])
 
     # --- internals ---
+
+    @contextlib.contextmanager
+    def _timed(self, operation: str) -> Iterator[None]:
+        """Observe one whole per-pod operation into ``dra_operations_duration_seconds``; any exception is an error."""
+        started, error = time.monotonic(), True
+        try:
+            yield
+            error = False
+        finally:
+            self._metrics.observe_operation(operation, error, time.monotonic() - started)
 
     def _plugin(self, driver: str) -> DriverInstance:
         try:

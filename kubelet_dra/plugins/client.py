@@ -3,7 +3,8 @@
 Callers work in v1 messages; a plugin that negotiated v1beta1 (or, with the legacy flag,
 v1alpha4) gets its own version on the wire and its answers come back as v1 (SPEC.md §3.4).
 Every call and stream takes the next request ID of this process, which appears in each log
-line about it and in its record.
+line about it and in its record. Each unary call is also timed into the node's
+``dra_grpc_operations_duration_seconds`` (streams are not, like in the kubelet).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from kubelet_dra.api import dra_v1_pb2
 from kubelet_dra.api.convert import to_service
 from kubelet_dra.api.services import DRA_HEALTH, DRA_V1, Service
 from kubelet_dra.log import Logger
+from kubelet_dra.metrics import DRAMetrics
 from kubelet_dra.plugins.recorder import CallRecord, CallRecorder, message_json
 
 DEFAULT_CALL_TIMEOUT = 45.0
@@ -42,6 +44,7 @@ class DRAClient:
         channel: grpc.aio.Channel,
         service: Service,
         recorder: CallRecorder,
+        metrics: DRAMetrics,
         log: Logger,
         call_timeout: float = DEFAULT_CALL_TIMEOUT,
     ) -> None:
@@ -52,6 +55,7 @@ class DRAClient:
         self._stub = service.stub(channel)
         self._health_stub = DRA_HEALTH.stub(channel)
         self._recorder = recorder
+        self._metrics = metrics
         self._log = log
 
     async def node_prepare_resources(
@@ -102,18 +106,22 @@ class DRAClient:
         log = self._log.with_values(requestID=request_id, method=path)
         log.v(6).info("Calling", request=message_json(wire_request))
         started, clock = time.time(), time.monotonic()
-        status, details, answer = "OK", "", None
+        code, details, answer = grpc.StatusCode.OK, "", None
         try:
             response = await getattr(self._stub, method)(wire_request, timeout=self.call_timeout)
         except grpc.aio.AioRpcError as err:
-            status, details = err.code().name, err.details() or ""
-            log.v(6).info("Call failed", status=status, details=details)
+            code, details = err.code(), err.details() or ""
+            log.v(6).info("Call failed", status=code.name, details=details)
+            raise
+        except BaseException:
+            code, details = grpc.StatusCode.CANCELLED, "call cancelled by kubelet-dra"
             raise
         else:
             answer = message_json(response)
             log.v(6).info("Call done", response=answer)
         finally:
-            self._record(request_id, path, False, wire_request, answer, status, details, started, clock)
+            self._metrics.observe_grpc(self.driver, path, code, time.monotonic() - clock)
+            self._record(request_id, path, False, wire_request, answer, code.name, details, started, clock)
         return to_service(response, DRA_V1)
 
     def _record(

@@ -20,6 +20,7 @@ from kubelet_dra.api.goformat import go_quote
 from kubelet_dra.api.services import Service, negotiate
 from kubelet_dra.errors import DriverError
 from kubelet_dra.log import Logger, get_logger
+from kubelet_dra.metrics import DRAMetrics
 from kubelet_dra.plugins.client import DEFAULT_CALL_TIMEOUT, DRAClient
 from kubelet_dra.plugins.health import HealthCache
 from kubelet_dra.plugins.instance import PluginInstance
@@ -65,6 +66,7 @@ class DRAPluginManager:
         self,
         *,
         recorder: CallRecorder,
+        metrics: DRAMetrics,
         clock: Callable[[], float],
         sleep: Callable[[float], Awaitable[None]],
         wipe: Callable[[str], Awaitable[object]] | None = None,
@@ -78,6 +80,7 @@ class DRAPluginManager:
         on_change: Callable[[], None] = _ignore,
     ) -> None:
         self.recorder = recorder
+        self.metrics = metrics
         self.health = health
         self.plugin_map = plugin_map
         self.legacy_services = legacy_services
@@ -198,6 +201,7 @@ class DRAPluginManager:
             channel=channel,
             service=service,
             recorder=self.recorder,
+            metrics=self.metrics,
             log=log,
             call_timeout=self.call_timeout,
         )

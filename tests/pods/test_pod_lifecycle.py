@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
-from conftest import GPU, Cluster
+from conftest import GPU, NAMESPACE, Cluster
 from helpers import eventually
 
+from kubelet_dra.kube.client import api_path
 from kubelet_dra.node import Node
 
 PREPARE = "NodePrepareResources"
@@ -127,3 +129,60 @@ async def test_device_health_shows_in_the_container_status(cluster: Cluster) -> 
 
         (resource,) = await eventually(reported, timeout=10)
         assert resource["message"] == "ECC errors"
+
+
+async def test_deleted_pod_is_reported_failed_with_terminated_containers_before_it_goes(cluster: Cluster) -> None:
+    async with cluster.node() as node:
+        await cluster.start_driver(node)
+        pod = await cluster.pod_with_claim()
+        current = await running(cluster, pod)
+        started_at = current["status"]["containerStatuses"][0]["state"]["running"]["startedAt"]
+
+        seen: list[tuple[str, dict[str, Any]]] = []
+
+        async def follow() -> None:
+            query = {
+                "fieldSelector": f"metadata.name={pod['metadata']['name']}",
+                "resourceVersion": current["metadata"]["resourceVersion"],
+            }
+            async with contextlib.aclosing(
+                cluster.kube.watch(api_path("", "v1", "pods", namespace=NAMESPACE), query)
+            ) as events:
+                async for event in events:
+                    seen.append((event.type, event.object))
+                    if event.type == "DELETED":
+                        return
+
+        watcher = asyncio.create_task(follow())
+        await cluster.delete_pod(pod)
+        await asyncio.wait_for(watcher, timeout=10)
+
+        assert ok_calls(node, UNPREPARE) == 1
+        final = [obj for kind, obj in seen if kind == "MODIFIED" and obj["status"].get("phase") == "Failed"]
+        assert final, f"no Failed status before the deletion: {[(k, o['status'].get('phase')) for k, o in seen]}"
+        status = final[0]["status"]
+        (container,) = status["containerStatuses"]
+        terminated = container["state"]["terminated"]
+        assert (terminated["exitCode"], terminated["reason"], terminated["startedAt"]) == (137, "Error", started_at)
+        assert not container["ready"]
+        conditions = {c["type"]: c["status"] for c in status["conditions"]}
+        assert conditions["Ready"] == conditions["ContainersReady"] == "False"
+        assert seen[-1][0] == "DELETED"
+
+
+async def test_pod_that_succeeds_by_itself_is_unprepared_and_kept(cluster: Cluster) -> None:
+    async with cluster.node() as node:
+        await cluster.start_driver(node)
+        pod = await cluster.pod_with_claim()
+        await running(cluster, pod)
+
+        meta = pod["metadata"]
+        path = api_path("", "v1", "pods", namespace=NAMESPACE, name=meta["name"]) + "/status"
+        await cluster.kube.request(  # as if every container exited 0 (restartPolicy Never)
+            "PATCH", path, body={"status": {"phase": "Succeeded"}}, content_type="application/merge-patch+json"
+        )
+
+        assert await eventually(lambda: ok_calls(node, UNPREPARE) == 1, timeout=10)
+        assert node.manager is not None and len(node.manager.cache) == 0
+        await asyncio.sleep(0.5)  # several pod-worker periods: the pod is neither deleted nor changed
+        assert phase(await cluster.get_pod(pod)) == "Succeeded"

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import socket
 
+import aiohttp
 from conftest import Cluster
 from helpers import KubeletDRAProcess, eventually
+from prometheus_client.parser import text_string_to_metric_families
 
 
 async def test_run_prepares_runs_and_finishes_deleted_pods(cluster: Cluster) -> None:
@@ -48,3 +51,57 @@ async def test_run_rejects_a_reconcile_period_that_is_not_positive(cluster: Clus
     )
     assert await run.wait() != 0
     assert any("--reconcile-period" in line for line in run.lines), run.lines
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+async def test_run_serves_the_dra_metrics(cluster: Cluster) -> None:
+    port = free_port()
+    run = await KubeletDRAProcess.start(
+        *("run", "--node-name", cluster.node_name, "--registry-dir", str(cluster.root / "reg")),
+        *("--kubeconfig", str(cluster.kubeconfig), "--pod-retry-period", "0.2", "--metrics-port", str(port)),
+    )
+    try:
+        await run.wait_line("Serving metrics")
+        await cluster.spawn_driver()
+        pod = await cluster.pod_with_claim()
+
+        async def scrape() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+            async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}/metrics") as answer:
+                text = await answer.text()
+            return {
+                (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+                for family in text_string_to_metric_families(text)
+                for sample in family.samples
+            }
+
+        async def prepared() -> dict[tuple[str, tuple[tuple[str, str], ...]], float] | None:
+            metrics = await scrape()
+            return metrics if metrics.get(("dra_resource_claims_in_use", (("driver_name", "<any>"),))) == 1 else None
+
+        metrics = await eventually(prepared, timeout=15)
+        assert metrics, run.lines
+        key = ("dra_operations_duration_seconds_count", (("is_error", "false"), ("operation_name", "PrepareResources")))
+        assert metrics[key] == 1
+        assert metrics[("dra_resource_claims_in_use", (("driver_name", "gpu.example.com"),))] == 1
+        await cluster.delete_pod(pod)
+    finally:
+        code = await run.stop()
+    assert code == 0
+
+
+async def test_run_with_a_busy_metrics_port_says_which_flag_to_change(cluster: Cluster) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        run = await KubeletDRAProcess.start(
+            *("run", "--node-name", cluster.node_name, "--registry-dir", str(cluster.root / "reg")),
+            *("--kubeconfig", str(cluster.kubeconfig), "--metrics-port", str(busy.getsockname()[1])),
+        )
+        assert await run.wait() == 2
+    assert any("--metrics-port" in line for line in run.lines), run.lines
+    assert not any("Traceback" in line for line in run.lines), run.lines
