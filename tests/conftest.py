@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from nodeenv import NodeEnv
 
 from kubelet_dra.apiserver.testing import ServerThread
+from kubelet_dra.kube.client import KubeClient
 
 
 @pytest.fixture(scope="session")
@@ -22,3 +24,17 @@ def apiserver() -> Iterator[ServerThread]:
     finally:
         server.stop()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+async def env(apiserver: ServerThread) -> AsyncIterator[NodeEnv]:
+    """One test's node: a short root dir (Unix socket paths are limited to 107 bytes) and a node name of its own."""
+    root = Path(tempfile.mkdtemp(prefix="kd-", dir="/tmp"))
+    kube = KubeClient.from_kubeconfig(str(apiserver.kubeconfig))
+    environment = NodeEnv(root, kube, apiserver.kubeconfig)
+    try:
+        yield environment
+    finally:
+        await environment.close()
+        kube.close()
+        shutil.rmtree(root, ignore_errors=True)

@@ -6,10 +6,10 @@ import asyncio
 import re
 
 import pytest
+from nodeenv import GPU, NodeEnv
 
 from kubelet_dra.manager import PrepareError, UnprepareError
 
-GPU = "gpu.example.com"
 PREPARE = "NodePrepareResources"
 UNPREPARE = "NodeUnprepareResources"
 
@@ -22,7 +22,7 @@ def name(obj: dict) -> str:
     return obj["metadata"]["name"]
 
 
-async def test_one_pod_two_claims_make_one_call_each_way(env):
+async def test_one_pod_two_claims_make_one_call_each_way(env: NodeEnv) -> None:
     async with env.node() as node:
         await env.start_driver(node)
         manager = env.manager(node)
@@ -59,7 +59,7 @@ async def test_one_pod_two_claims_make_one_call_each_way(env):
         assert not manager.pod_might_need_unprepare(uid(pod))
 
 
-async def test_shared_claim_is_prepared_once_and_unprepared_after_the_last_pod(env):
+async def test_shared_claim_is_prepared_once_and_unprepared_after_the_last_pod(env: NodeEnv) -> None:
     async with env.node() as node:
         await env.start_driver(node)
         manager = env.manager(node)
@@ -87,7 +87,7 @@ async def test_shared_claim_is_prepared_once_and_unprepared_after_the_last_pod(e
         assert env.checkpoint.load() == []
 
 
-async def test_a_claim_error_fails_the_pod_and_the_retry_sends_every_claim_again(env):
+async def test_a_claim_error_fails_the_pod_and_the_retry_sends_every_claim_again(env: NodeEnv) -> None:
     async with env.node() as node:
         pod = env.pod()
         good = await env.claim([("gpu", GPU, "device-0")], reserved_for=[pod])
@@ -120,7 +120,7 @@ async def test_a_claim_error_fails_the_pod_and_the_retry_sends_every_claim_again
         assert {d.device_name for d in stored[name(good)].driver_state[GPU]} == {"device-0"}
 
 
-async def test_an_answer_for_an_unknown_claim_uid_fails_the_pod(env):
+async def test_an_answer_for_an_unknown_claim_uid_fails_the_pod(env: NodeEnv) -> None:
     async with env.node() as node:
         pod = env.pod()
         claim = await env.claim(reserved_for=[pod])
@@ -143,7 +143,7 @@ async def test_an_answer_for_an_unknown_claim_uid_fails_the_pod(env):
         assert env.sent(env.calls(node, PREPARE)[-1]) == [uid(claim)]
 
 
-async def test_a_claim_left_out_of_the_answer_fails_the_pod(env):
+async def test_a_claim_left_out_of_the_answer_fails_the_pod(env: NodeEnv) -> None:
     async with env.node() as node:
         pod = env.pod()
         kept = await env.claim([("gpu", GPU, "device-0")], reserved_for=[pod])
@@ -165,7 +165,7 @@ async def test_a_claim_left_out_of_the_answer_fails_the_pod(env):
         assert all(state.driver_state == {GPU: ()} for state in env.checkpoint.load())
 
 
-async def test_a_call_that_outlasts_the_timeout_fails_the_pod(env):
+async def test_a_call_that_outlasts_the_timeout_fails_the_pod(env: NodeEnv) -> None:
     async with env.node(call_timeout=0.5) as node:
         pod = env.pod()
         claim = await env.claim(reserved_for=[pod])
@@ -183,7 +183,7 @@ async def test_a_call_that_outlasts_the_timeout_fails_the_pod(env):
         await driver.fault("clear", "prepare-block")
 
 
-async def test_a_failed_unprepare_keeps_the_claim_until_a_retry_succeeds(env):
+async def test_a_failed_unprepare_keeps_the_claim_until_a_retry_succeeds(env: NodeEnv) -> None:
     async with env.node() as node:
         driver = await env.start_driver(node, GPU, "--fault-unprepare-error", "device busy")
         manager = env.manager(node)
@@ -213,7 +213,7 @@ async def test_a_failed_unprepare_keeps_the_claim_until_a_retry_succeeds(env):
         assert env.checkpoint.load() == []
 
 
-async def test_pods_are_prepared_concurrently_so_a_shared_claim_can_be_sent_twice(env):
+async def test_pods_are_prepared_concurrently_so_a_shared_claim_can_be_sent_twice(env: NodeEnv) -> None:
     async with env.node() as node:
         await env.start_driver(node, GPU, "--fault-prepare-delay", "0.5")
         manager = env.manager(node)

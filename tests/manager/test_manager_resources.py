@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from nodeenv import GPU, NIC, NodeEnv
 
 from kubelet_dra.manager import ClaimError
 
-GPU = "gpu.example.com"
-NIC = "nic.example.com"
 PREPARE = "NodePrepareResources"
 UNPREPARE = "NodeUnprepareResources"
 
@@ -34,7 +33,7 @@ def cdi_ids(claim: dict, device: str) -> list[str]:
     return [f"k8s.{GPU}/device=common", f"k8s.{GPU}/device={uid(claim)}-{device}"]
 
 
-async def test_each_container_gets_the_cdi_ids_of_the_requests_it_uses(env):
+async def test_each_container_gets_the_cdi_ids_of_the_requests_it_uses(env: NodeEnv) -> None:
     async with env.node() as node:
         await env.start_driver(node)
         manager = env.manager(node)
@@ -82,7 +81,7 @@ async def test_each_container_gets_the_cdi_ids_of_the_requests_it_uses(env):
         assert manager.cdi_annotations(pod, "nothing") == {}
 
 
-async def test_reconcile_unprepares_for_pods_that_are_gone_and_retries_failures(env):
+async def test_reconcile_unprepares_for_pods_that_are_gone_and_retries_failures(env: NodeEnv) -> None:
     async with env.node() as node:
         driver = await env.start_driver(node)
         manager = env.manager(node)
@@ -113,7 +112,7 @@ async def test_reconcile_unprepares_for_pods_that_are_gone_and_retries_failures(
         assert env.checkpoint.load() == []
 
 
-async def test_one_pod_with_two_drivers_makes_one_call_per_driver(env):
+async def test_one_pod_with_two_drivers_makes_one_call_per_driver(env: NodeEnv) -> None:
     async with env.node() as node:
         await env.start_driver(node, GPU)
         await env.start_driver(node, NIC)
@@ -149,7 +148,7 @@ async def test_one_pod_with_two_drivers_makes_one_call_per_driver(env):
         assert env.checkpoint.load() == []
 
 
-async def test_the_reconcile_loop_runs_every_period(env):
+async def test_the_reconcile_loop_runs_every_period(env: NodeEnv) -> None:
     slept: asyncio.Queue[float] = asyncio.Queue()
     wake: asyncio.Queue[None] = asyncio.Queue()
 

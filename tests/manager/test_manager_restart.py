@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-GPU = "gpu.example.com"
+from nodeenv import GPU, NodeEnv
+
+from kubelet_dra.node import Node
+
 PREPARE = "NodePrepareResources"
 UNPREPARE = "NodeUnprepareResources"
 
@@ -15,12 +18,12 @@ def name(obj: dict) -> str:
     return obj["metadata"]["name"]
 
 
-def claim_specs(env, claim: dict) -> list[str]:
+def claim_specs(env: NodeEnv, claim: dict) -> list[str]:
     """The driver's CDI spec files for the claim."""
     return [path.name for path in (env.root / "cdi").iterdir() if uid(claim) in path.name]
 
 
-async def prepared_pod(env, node) -> tuple[dict, dict]:
+async def prepared_pod(env: NodeEnv, node: Node) -> tuple[dict, dict]:
     pod = env.pod(containers=[{"name": "main", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}])
     claim = await env.claim(reserved_for=[pod])
     pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": name(claim)}]
@@ -28,7 +31,7 @@ async def prepared_pod(env, node) -> tuple[dict, dict]:
     return pod, claim
 
 
-async def test_a_new_manager_unprepares_what_the_old_one_prepared(env):
+async def test_a_new_manager_unprepares_what_the_old_one_prepared(env: NodeEnv) -> None:
     async with env.node() as node:
         await env.start_driver(node)
         pod, claim = await prepared_pod(env, node)
@@ -49,7 +52,7 @@ async def test_a_new_manager_unprepares_what_the_old_one_prepared(env):
         assert claim_specs(env, claim) == []
 
 
-async def test_a_restarted_manager_prepares_again_and_appends_the_devices(env):
+async def test_a_restarted_manager_prepares_again_and_appends_the_devices(env: NodeEnv) -> None:
     async with env.node() as node:
         await env.start_driver(node)
         pod, claim = await prepared_pod(env, node)

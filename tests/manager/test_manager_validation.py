@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from nodeenv import GPU, NodeEnv
 
 from kubelet_dra.errors import StateError
 from kubelet_dra.kube.client import api_path
 from kubelet_dra.manager import DRAManager, PrepareError
-
-GPU = "gpu.example.com"
+from kubelet_dra.node import Node
 
 
 def uid(obj: dict) -> str:
@@ -19,7 +19,7 @@ def name(obj: dict) -> str:
     return obj["metadata"]["name"]
 
 
-async def refused(env, node, manager, pod) -> str:
+async def refused(env: NodeEnv, node: Node, manager: DRAManager, pod: dict) -> str:
     """The text prepare fails with, after checking that nothing was cached, written or sent."""
     with pytest.raises(PrepareError) as failure:
         await manager.prepare_resources(pod)
@@ -29,7 +29,7 @@ async def refused(env, node, manager, pod) -> str:
     return str(failure.value)
 
 
-async def test_each_claim_problem_is_reported_like_the_kubelet(env):
+async def test_each_claim_problem_is_reported_like_the_kubelet(env: NodeEnv) -> None:
     async with env.node(health=False) as node:
         manager = env.manager(node)
         pod = env.pod()
@@ -58,7 +58,7 @@ async def test_each_claim_problem_is_reported_like_the_kubelet(env):
         )
 
 
-async def test_template_claims_need_a_status_entry_and_the_pod_as_owner(env):
+async def test_template_claims_need_a_status_entry_and_the_pod_as_owner(env: NodeEnv) -> None:
     async with env.node(health=False) as node:
         manager = env.manager(node)
         prefix = "prepare dynamic resources: "
@@ -86,7 +86,7 @@ async def test_template_claims_need_a_status_entry_and_the_pod_as_owner(env):
         assert len(manager.cache) == 0
 
 
-async def test_claims_without_devices_are_prepared_without_a_call_and_a_replaced_claim_is_refused(env):
+async def test_claims_without_devices_are_prepared_without_a_call_and_a_replaced_claim_is_refused(env: NodeEnv) -> None:
     async with env.node(health=False) as node:
         manager = env.manager(node)
         first, second = env.pod(), env.pod()
@@ -112,7 +112,7 @@ async def test_claims_without_devices_are_prepared_without_a_call_and_a_replaced
         assert state.pod_uids == {uid(first)}
 
 
-async def test_a_corrupt_checkpoint_stops_the_manager_from_starting(env):
+async def test_a_corrupt_checkpoint_stops_the_manager_from_starting(env: NodeEnv) -> None:
     async with env.node(health=False) as node:
         env.state_dir.mkdir()
         env.checkpoint.path.write_text('{"Data":"{}","Checksum":1}')

@@ -6,13 +6,13 @@ import socket
 
 import aiohttp
 import pytest
+from nodeenv import GPU, NodeEnv
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubelet_dra.errors import ConfigError
 from kubelet_dra.manager import PrepareError
 from kubelet_dra.node import Node
 
-GPU = "gpu.example.com"
 OPERATIONS = "dra_operations_duration_seconds"
 GRPC = "dra_grpc_operations_duration_seconds"
 IN_USE = "dra_resource_claims_in_use"
@@ -44,7 +44,7 @@ async def scrape(node: Node) -> str:
         return await response.text()
 
 
-async def prepared_pod(env) -> dict:
+async def prepared_pod(env: NodeEnv) -> dict:
     """A pod of this node with one claim allocated device-0 and reserved for it."""
     pod = env.pod()
     claim = await env.claim(reserved_for=[pod])
@@ -52,7 +52,7 @@ async def prepared_pod(env) -> dict:
     return pod
 
 
-async def test_prepare_and_unprepare_are_timed_and_prepared_claims_counted_over_http(env) -> None:
+async def test_prepare_and_unprepare_are_timed_and_prepared_claims_counted_over_http(env: NodeEnv) -> None:
     async with env.node(metrics_port=0) as node:
         assert in_use(await scrape(node)) == {"<any>": 0.0}
         await env.start_driver(node)
@@ -84,7 +84,7 @@ async def test_prepare_and_unprepare_are_timed_and_prepared_claims_counted_over_
         assert text == node.metrics_text()
 
 
-async def test_failed_prepare_is_an_error_operation_and_its_call_has_the_grpc_code(env) -> None:
+async def test_failed_prepare_is_an_error_operation_and_its_call_has_the_grpc_code(env: NodeEnv) -> None:
     async with env.node() as node:
         driver = await env.start_driver(node)
         manager = env.manager(node)
@@ -106,7 +106,7 @@ async def test_failed_prepare_is_an_error_operation_and_its_call_has_the_grpc_co
         assert in_use(text) == {"<any>": 0.0}
 
 
-async def test_call_past_its_deadline_counts_as_deadline_exceeded(env) -> None:
+async def test_call_past_its_deadline_counts_as_deadline_exceeded(env: NodeEnv) -> None:
     async with env.node(call_timeout=0.5) as node:
         driver = await env.start_driver(node)
         manager = env.manager(node)
@@ -124,7 +124,7 @@ async def test_call_past_its_deadline_counts_as_deadline_exceeded(env) -> None:
         assert value(text, f"{GRPC}_sum", **labels) >= 0.5
 
 
-async def test_claims_restored_from_the_checkpoint_count_only_once_prepared_again(env) -> None:
+async def test_claims_restored_from_the_checkpoint_count_only_once_prepared_again(env: NodeEnv) -> None:
     async with env.node() as node:
         await env.start_driver(node)
         pod = await prepared_pod(env)
@@ -139,7 +139,7 @@ async def test_claims_restored_from_the_checkpoint_count_only_once_prepared_agai
         assert in_use(node.metrics_text()) == {"<any>": 1.0, GPU: 1.0}
 
 
-async def test_each_node_has_its_own_metrics(env) -> None:
+async def test_each_node_has_its_own_metrics(env: NodeEnv) -> None:
     async with env.node() as node:
         await env.start_driver(node)
         await env.manager(node).prepare_resources(await prepared_pod(env))
@@ -153,7 +153,7 @@ async def test_each_node_has_its_own_metrics(env) -> None:
         assert f"{GRPC}_count" not in other.metrics_text()
 
 
-async def test_busy_metrics_port_is_a_config_error_naming_the_flag(env) -> None:
+async def test_busy_metrics_port_is_a_config_error_naming_the_flag(env: NodeEnv) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()

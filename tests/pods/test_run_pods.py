@@ -6,48 +6,48 @@ import json
 import socket
 
 import aiohttp
-from conftest import Cluster
 from helpers import KubeletDRAProcess, eventually
+from nodeenv import NodeEnv
 from prometheus_client.parser import text_string_to_metric_families
 
 
-async def test_run_prepares_runs_and_finishes_deleted_pods(cluster: Cluster) -> None:
-    registry = cluster.root / "reg"
+async def test_run_prepares_runs_and_finishes_deleted_pods(env: NodeEnv) -> None:
+    registry = env.registry
     run = await KubeletDRAProcess.start(
-        *("run", "--node-name", cluster.node_name, "--registry-dir", str(registry)),
-        *("--kubeconfig", str(cluster.kubeconfig), "--reconcile-period", "5", "--pod-retry-period", "0.2"),
+        *("run", "--node-name", env.node_name, "--registry-dir", str(registry)),
+        *("--kubeconfig", str(env.kubeconfig), "--reconcile-period", "5", "--pod-retry-period", "0.2"),
     )
     try:
         await run.wait_line("Plugin Watcher Start")
-        await cluster.spawn_driver()
+        await env.spawn_driver()
         await run.wait_line('msg="Registered DRA plugin"')
-        pod = await cluster.pod_with_claim()
+        pod = await env.pod_with_claim()
 
         async def running() -> bool:
-            return ((await cluster.get_pod(pod) or {}).get("status") or {}).get("phase") == "Running"
+            return ((await env.get_pod(pod) or {}).get("status") or {}).get("phase") == "Running"
 
         assert await eventually(running, timeout=10), run.lines
-        checkpoint = json.loads((cluster.root / "dra_manager_state").read_text())
+        checkpoint = json.loads((env.root / "dra_manager_state").read_text())
         assert pod["metadata"]["uid"] in json.dumps(checkpoint)
         await run.wait_line("Starting container.*cdiDevices")
 
-        await cluster.delete_pod(pod)
+        await env.delete_pod(pod)
 
         async def deleted() -> bool:
-            return await cluster.get_pod(pod) is None
+            return await env.get_pod(pod) is None
 
         assert await eventually(deleted, timeout=10)
-        assert pod["metadata"]["uid"] not in (cluster.root / "dra_manager_state").read_text()
+        assert pod["metadata"]["uid"] not in (env.root / "dra_manager_state").read_text()
     finally:
         code = await run.stop()
     assert code == 0
     assert not any("Traceback" in line for line in run.lines), run.lines
 
 
-async def test_run_rejects_a_reconcile_period_that_is_not_positive(cluster: Cluster) -> None:
+async def test_run_rejects_a_reconcile_period_that_is_not_positive(env: NodeEnv) -> None:
     run = await KubeletDRAProcess.start(
-        *("run", "--node-name", cluster.node_name, "--registry-dir", str(cluster.root / "reg")),
-        *("--kubeconfig", str(cluster.kubeconfig), "--reconcile-period", "0"),
+        *("run", "--node-name", env.node_name, "--registry-dir", str(env.registry)),
+        *("--kubeconfig", str(env.kubeconfig), "--reconcile-period", "0"),
     )
     assert await run.wait() != 0
     assert any("--reconcile-period" in line for line in run.lines), run.lines
@@ -59,16 +59,16 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-async def test_run_serves_the_dra_metrics(cluster: Cluster) -> None:
+async def test_run_serves_the_dra_metrics(env: NodeEnv) -> None:
     port = free_port()
     run = await KubeletDRAProcess.start(
-        *("run", "--node-name", cluster.node_name, "--registry-dir", str(cluster.root / "reg")),
-        *("--kubeconfig", str(cluster.kubeconfig), "--pod-retry-period", "0.2", "--metrics-port", str(port)),
+        *("run", "--node-name", env.node_name, "--registry-dir", str(env.registry)),
+        *("--kubeconfig", str(env.kubeconfig), "--pod-retry-period", "0.2", "--metrics-port", str(port)),
     )
     try:
         await run.wait_line("Serving metrics")
-        await cluster.spawn_driver()
-        pod = await cluster.pod_with_claim()
+        await env.spawn_driver()
+        pod = await env.pod_with_claim()
 
         async def scrape() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
             async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{port}/metrics") as answer:
@@ -88,19 +88,19 @@ async def test_run_serves_the_dra_metrics(cluster: Cluster) -> None:
         key = ("dra_operations_duration_seconds_count", (("is_error", "false"), ("operation_name", "PrepareResources")))
         assert metrics[key] == 1
         assert metrics[("dra_resource_claims_in_use", (("driver_name", "gpu.example.com"),))] == 1
-        await cluster.delete_pod(pod)
+        await env.delete_pod(pod)
     finally:
         code = await run.stop()
     assert code == 0
 
 
-async def test_run_with_a_busy_metrics_port_says_which_flag_to_change(cluster: Cluster) -> None:
+async def test_run_with_a_busy_metrics_port_says_which_flag_to_change(env: NodeEnv) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         run = await KubeletDRAProcess.start(
-            *("run", "--node-name", cluster.node_name, "--registry-dir", str(cluster.root / "reg")),
-            *("--kubeconfig", str(cluster.kubeconfig), "--metrics-port", str(busy.getsockname()[1])),
+            *("run", "--node-name", env.node_name, "--registry-dir", str(env.registry)),
+            *("--kubeconfig", str(env.kubeconfig), "--metrics-port", str(busy.getsockname()[1])),
         )
         assert await run.wait() == 2
     assert any("--metrics-port" in line for line in run.lines), run.lines
