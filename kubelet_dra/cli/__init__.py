@@ -16,7 +16,16 @@ from kubelet_dra import __version__, log
 from kubelet_dra.cli.command import Command
 from kubelet_dra.errors import KubeletDRAError
 
-SUBCOMMANDS: tuple[str, ...] = ("demo", "services", "apiserver", "driver", "run", "checkpoint", "controlplane")
+SUBCOMMANDS: tuple[str, ...] = (
+    "demo",
+    "services",
+    "apiserver",
+    "driver",
+    "run",
+    "checkpoint",
+    "controlplane",
+    "replay",
+)
 
 TRACEBACK_VERBOSITY = 5
 

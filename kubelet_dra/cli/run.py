@@ -28,6 +28,7 @@ from kubelet_dra.manager import DEFAULT_RECONCILE_PERIOD
 from kubelet_dra.node import Node, NodeOptions
 from kubelet_dra.plugins import DEFAULT_CALL_TIMEOUT, DEFAULT_WIPING_DELAY, PluginMap
 from kubelet_dra.pods import DEFAULT_RETRY_PERIOD
+from kubelet_dra.scenarios.record import Recorder
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -88,6 +89,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--record-calls", metavar="FILE", help="append every gRPC call and stream to this JSON-lines file"
+    )
+    parser.add_argument(
+        "--record",
+        metavar="FILE",
+        help="at stop, write what happened (drivers, pods, calls) as a scenario file for kubelet-dra replay",
     )
     parser.add_argument(
         "--state-dir",
@@ -181,7 +187,10 @@ async def serve(args: argparse.Namespace, node_options: NodeOptions) -> None:
         loop.add_signal_handler(signum, stop.set)
     async with (
         api_server(args) as kubeconfig,
-        Node(args.node_name, args.registry_dir, kubeconfig=kubeconfig, options=node_options),
+        Node(args.node_name, args.registry_dir, kubeconfig=kubeconfig, options=node_options) as node,
+        Recorder(node, args.record, kubeconfig=kubeconfig, registry_dir=args.registry_dir)
+        if args.record
+        else contextlib.nullcontext(),
     ):
         await stop.wait()
 

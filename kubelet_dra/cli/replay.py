@@ -1,0 +1,153 @@
+"""``kubelet-dra replay FILE…``: replay scenario files against real drivers; exit 0 only if every expectation held."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+from collections.abc import Iterator
+
+from rich.markup import escape
+
+from kubelet_dra import log
+from kubelet_dra.cli import output
+from kubelet_dra.cli.command import Command
+from kubelet_dra.errors import UsageError
+from kubelet_dra.scenarios import report
+from kubelet_dra.scenarios.loader import ScenarioError, load
+from kubelet_dra.scenarios.model import Scenario, Step
+from kubelet_dra.scenarios.runner import (
+    ReplayOptions,
+    ScenarioResult,
+    StepResult,
+    check_faults,
+    parse_fault,
+    replay,
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE", help="scenario files (YAML)")
+    parser.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="DRIVER_ID:KNOB=VALUE",
+        help="set a reference driver's fault knob at each of its starts (repeatable), e.g. gpu:prepare-error=boom",
+    )
+    parser.add_argument("--junit", metavar="FILE", help="also write the results as JUnit XML to FILE")
+    parser.add_argument("--keep", action="store_true", help="keep each scenario's work dir (logs, sockets, state)")
+    parser.add_argument("--check", action="store_true", help="only load and check the files; run nothing")
+
+
+def run(args: argparse.Namespace) -> int:
+    scenarios = _load_all(args.files)
+    faults = _faults(args.fault, scenarios)
+    if args.check:
+        if args.output == "json":
+            output.print_json({"valid": [scenario.path for scenario in scenarios]})
+        else:
+            output.console().print(f"{len(scenarios)} scenario file(s) are valid")
+        return 0
+    text = args.output == "text"
+    with _logs(args.verbosity):
+        results = asyncio.run(_replay_all(scenarios, faults, keep=args.keep, live=text))
+    if args.junit:
+        report.write_junit(args.junit, results)
+    if text:
+        console = output.console()
+        console.print(report.summary(results))
+        for result in results:
+            if not result.passed:
+                console.print(report.failures(result), markup=False, highlight=False)
+    else:
+        output.print_json(report.to_json(results))
+    return 0 if all(result.passed for result in results) else 1
+
+
+def _load_all(files: list[str]) -> list[Scenario]:
+    """Every file is checked before anything runs; the errors of all files are reported together."""
+    scenarios, issues = [], []
+    for file in files:
+        try:
+            scenarios.append(load(file))
+        except ScenarioError as err:
+            issues += err.issues
+    if issues:
+        raise ScenarioError(issues)
+    return scenarios
+
+
+def _faults(texts: list[str], scenarios: list[Scenario]) -> dict[str, dict[str, str]]:
+    faults: dict[str, dict[str, str]] = {}
+    for text in texts:
+        driver_id, knob, value = parse_fault(text)
+        if not any(driver.id == driver_id for scenario in scenarios for driver in scenario.drivers):
+            raise UsageError(f"--fault {text}: no scenario has a driver with id {driver_id!r}", fix="use a driver id")
+        faults.setdefault(driver_id, {})[knob] = value
+    for scenario in scenarios:
+        check_faults(scenario, _present(faults, scenario))
+    return faults
+
+
+def _present(faults: dict[str, dict[str, str]], scenario: Scenario) -> dict[str, dict[str, str]]:
+    """The fault overrides for the reference drivers this scenario has."""
+    present = {driver.id for driver in scenario.drivers if driver.reference is not None}
+    return {driver_id: knobs for driver_id, knobs in faults.items() if driver_id in present}
+
+
+async def _replay_all(
+    scenarios: list[Scenario], faults: dict[str, dict[str, str]], *, keep: bool, live: bool
+) -> list[ScenarioResult]:
+    results = []
+    console = output.console()
+    for scenario in scenarios:
+        status = console.status("") if live else contextlib.nullcontext()
+        with status as spinner:
+
+            def on_step(step: Step, spinner=spinner) -> None:
+                if spinner is not None:
+                    spinner.update(step.name)
+
+            def on_result(result: StepResult) -> None:
+                console.print(report.line(result))
+
+            if live:
+                console.print(f"[bold]{scenario.name}[/bold] [dim]({scenario.path})[/dim]")
+            options = ReplayOptions(
+                faults=_present(faults, scenario),
+                keep=keep,
+                on_step=on_step if live else None,
+                on_result=on_result if live else None,
+            )
+            results.append(await replay(scenario, options))
+        if live and results[-1].error:
+            console.print(f"  [red]![/red] {escape(results[-1].error)}")
+        if live and results[-1].workdir:
+            console.print(f"  [dim]work dir kept: {escape(results[-1].workdir)}[/dim]")
+    return results
+
+
+@contextlib.contextmanager
+def _logs(verbosity: int) -> Iterator[None]:
+    """Logs go to stderr with -v N; without, they would drown the live view, so they are dropped."""
+    if verbosity > 0:
+        yield
+        return
+    with open(os.devnull, "w") as sink:
+        log.configure(0, sink)
+        yield
+
+
+COMMAND = Command(
+    name="replay",
+    help="replay scenario files (kubelet restarts, plugin restarts, wipes…) against real drivers",
+    description=(
+        "Load and check every scenario file, then replay each: stage the embedded API server, the simulated node and"
+        " the drivers, run the steps in order and evaluate every expectation. Exit 0 only when every expectation held,"
+        " 1 when one did not, 2 when a file is invalid. Format: scenarios/README.md; schema: scenarios/schema.json."
+    ),
+    add_arguments=add_arguments,
+    run=run,
+)

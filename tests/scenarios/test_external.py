@@ -1,0 +1,68 @@
+"""A driver that is already running (``external: true``), against a cluster given by kubeconfig."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import KubeletDRAProcess
+
+from kubelet_dra.apiserver.testing import ServerThread
+from kubelet_dra.scenarios.loader import ScenarioError, loads
+from kubelet_dra.scenarios.report import failures
+from kubelet_dra.scenarios.runner import replay
+
+SCENARIO = """\
+apiVersion: kubelet-dra.dev/v1alpha1
+kind: Scenario
+metadata: {{name: external-driver}}
+node: {{name: ext-node, registryDir: {registry}, kubeconfig: {kubeconfig}}}
+timing: {{within: 5s}}
+drivers:
+  - {{id: gpu, name: gpu.example.com, external: true}}
+steps:
+  - expect:
+      - registration: {{driver: gpu, service: v1.DRAPlugin}}
+      - slices: {{driver: gpu, count: 1}}
+  - restartNode:
+  - expect:
+      name: registered again after the restart
+      registration: {{driver: gpu}}
+"""
+
+
+@pytest.fixture
+def workdir() -> Iterator[Path]:
+    directory = Path(tempfile.mkdtemp(prefix="kd-ext-", dir="/tmp"))
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+async def test_an_already_running_driver_is_replayed_against(workdir: Path, apiserver: ServerThread):
+    registry = workdir / "registry"
+    registry.mkdir()
+    driver = await KubeletDRAProcess.start(
+        *("driver", "--driver-name", "gpu.example.com", "--node-name", "ext-node"),
+        *("--kubeconfig", str(apiserver.kubeconfig), "--registry-dir", str(registry)),
+        *("--plugin-dir", str(workdir / "plugin"), "--cdi-root", str(workdir / "cdi"), "--devices", "1"),
+    )
+    try:
+        await driver.wait_line("driver started")
+        scenario = loads(SCENARIO.format(registry=registry, kubeconfig=apiserver.kubeconfig), "external.yaml")
+        result = await replay(scenario)
+        assert result.passed, failures(result)
+        assert driver.proc.returncode is None, "the replay leaves an external driver running"
+    finally:
+        await driver.stop()
+
+
+def test_a_real_cluster_cannot_be_stopped():
+    text = SCENARIO.format(registry="/r", kubeconfig="/k") + "  - stopApiServer:\n"
+    with pytest.raises(ScenarioError) as caught:
+        loads(text, "s.yaml")
+    assert [str(issue) for issue in caught.value.issues] == [
+        "s.yaml:16:5: steps[3]: with node.kubeconfig the API server is a real cluster's: it cannot be stopped"
+    ]
