@@ -25,6 +25,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "checkpoint",
     "controlplane",
     "replay",
+    "conformance",
 )
 
 TRACEBACK_VERBOSITY = 5

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from rich.console import Console
+
+from kubelet_dra import log
 
 _console: list[Console] = []
 
@@ -22,3 +27,14 @@ def print_json(data: Any) -> None:
     """One JSON document on stdout, stable key order, for ``--output json``."""
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
     sys.stdout.flush()
+
+
+@contextlib.contextmanager
+def quiet_logs(verbosity: int) -> Iterator[None]:
+    """Logs go to stderr with -v N; without, they would drown a live view, so they are dropped."""
+    if verbosity > 0:
+        yield
+        return
+    with open(os.devnull, "w") as sink:
+        log.configure(0, sink)
+        yield

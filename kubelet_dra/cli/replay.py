@@ -5,12 +5,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
-from collections.abc import Iterator
 
 from rich.markup import escape
 
-from kubelet_dra import log
 from kubelet_dra.cli import output
 from kubelet_dra.cli.command import Command
 from kubelet_dra.errors import UsageError
@@ -51,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
             output.console().print(f"{len(scenarios)} scenario file(s) are valid")
         return 0
     text = args.output == "text"
-    with _logs(args.verbosity):
+    with output.quiet_logs(args.verbosity):
         results = asyncio.run(_replay_all(scenarios, faults, keep=args.keep, live=text))
     if args.junit:
         report.write_junit(args.junit, results)
@@ -127,17 +124,6 @@ async def _replay_all(
         if live and results[-1].workdir:
             console.print(f"  [dim]work dir kept: {escape(results[-1].workdir)}[/dim]")
     return results
-
-
-@contextlib.contextmanager
-def _logs(verbosity: int) -> Iterator[None]:
-    """Logs go to stderr with -v N; without, they would drown the live view, so they are dropped."""
-    if verbosity > 0:
-        yield
-        return
-    with open(os.devnull, "w") as sink:
-        log.configure(0, sink)
-        yield
 
 
 COMMAND = Command(

@@ -20,6 +20,7 @@ import attrs
 from kubelet_dra.api import dra_v1_pb2
 from kubelet_dra.conformance.framework import CheckFailed, CheckSkipped
 from kubelet_dra.controlplane.allocator import Unsatisfiable, allocate, allocated_keys
+from kubelet_dra.errors import StateError
 from kubelet_dra.kube.client import KubeApiError
 from kubelet_dra.manager.cdi import ResolvedDevice, resolve
 from kubelet_dra.plugins import CallRecord
@@ -38,8 +39,9 @@ class SuiteOptions:
     idempotency_count: int = 10
     latency_warning: float = 5.0
     """Warn when one prepare takes longer than this (the kubelet gives up after 45 s)."""
-    republish_within: float = 10.0
-    """How long a driver may take to publish its ResourceSlices again after they were wiped."""
+    republish_within: float = 45.0
+    """How long a driver may take to publish its ResourceSlices again after they were wiped: the
+    kubeletplugin helper's ResourceSlice controller re-creates them after its 30 s sync delay (SPEC F14)."""
     check_timeout: float = 60.0
     device_class: str | None = None
     """An existing DeviceClass to allocate from; default: one the suite creates for all the driver's devices."""
@@ -58,6 +60,10 @@ class Capabilities:
     can_restart: bool
     embedded: bool
     reference: bool
+    socket_path: str = ""
+    """The driver's registration socket in the registry dir."""
+    registration_error: str = ""
+    """Why the node could not register the driver (its diagnosis); empty when it did."""
 
 
 @attrs.define
@@ -96,6 +102,11 @@ class CheckContext:
     def expect(self, condition: object, message: str) -> None:
         if not condition:
             self.fail(message)
+
+    def require_registered(self) -> None:
+        """Fail at once, with the node's diagnosis, when the driver never registered (instead of waiting)."""
+        if self.capabilities.registration_error:
+            self.fail(f"driver not registered: {self.capabilities.registration_error}")
 
     def warn(self, message: str) -> None:
         """Something to tell the driver's author that does not fail the check."""
@@ -148,11 +159,15 @@ class CheckContext:
         selector = f"spec.nodeName={self.node_name},spec.driver={self.driver_name}"
         return await objects.list_objects(self.bed.kube, "ResourceSlice", field_selector=selector)
 
-    async def allocated_claim(self, count: int = 1) -> dict[str, Any]:
-        """A ResourceClaim allocated ``count`` free devices of the driver on this node, as a scheduler would,
-        for calling the driver directly. It is reserved for the suite itself (not a pod), so the control
-        plane keeps its allocation. It is unprepared (best effort) and deleted afterwards."""
-        claim = await objects.apply(self.bed.kube, manifests.claim(self.name("claim"), self.device_class, count=count))
+    async def allocated_claim(
+        self, count: int = 1, *, name: str | None = None, requests: Sequence[str] = ("device",)
+    ) -> dict[str, Any]:
+        """A ResourceClaim allocated ``count`` free devices of the driver on this node per request, as a
+        scheduler would, for calling the driver directly. It is reserved for the suite itself (not a pod), so
+        the control plane keeps its allocation. It is unprepared (best effort) and deleted afterwards.
+        ``name`` is for checks whose claim a fault knob of the reference driver can pick by name."""
+        manifest = manifests.claim(name or self.name("claim"), self.device_class, requests=requests, count=count)
+        claim = await objects.apply(self.bed.kube, manifest)
         self.defer(lambda: self._forget_claim(claim))
         slices = await self.slices()
         device_class = await objects.get(self.bed.kube, "DeviceClass", self.device_class) or {}
@@ -204,6 +219,37 @@ class CheckContext:
         except Exception:
             self.fail(f"pod {name} did not start within {timeout:g} s: {await self.pod_events(pod)}")
 
+    async def wait_prepared(self, pod: dict[str, Any], timeout: float = POD_TIMEOUT) -> dict[str, Any]:
+        """Like ``wait_running``, but fail as soon as a ``NodePrepareResources`` call for the pod's claims
+        failed: a driver must prepare a valid allocation at the first attempt, and waiting for the kubelet's
+        retries only slows the report. Failures before any call (claim not generated yet) are waited out, as
+        the kubelet retries them."""
+        name = pod["metadata"]["name"]
+        first_call = len(self.bed.calls())
+
+        async def settled() -> dict[str, Any] | None:
+            current = await objects.get(self.bed.kube, "Pod", name) or pod
+            status = current.get("status") or {}
+            if status.get("phase") == "Running":
+                return current
+            claims = {entry.get("resourceClaimName") for entry in status.get("resourceClaimStatuses") or []}
+            failed = [
+                call
+                for call in self.bed.calls()[first_call:]
+                if call.driver == self.driver_name
+                and call.method.endswith("/NodePrepareResources")
+                and claims & {claim.get("name") for claim in call.request.get("claims") or []}
+                and _call_failed(call)
+            ]
+            if failed:
+                self.fail(f"the node could not prepare the claims of pod {name}: {await self.pod_events(pod)}")
+            return None
+
+        try:
+            return await self.bed.until(settled, timeout=timeout, what=f"pod {name} Running", interval=0.1)
+        except StateError:
+            self.fail(f"pod {name} did not start within {timeout:g} s: {await self.pod_events(pod)}")
+
     async def pod_events(self, pod: dict[str, Any]) -> str:
         """The pod's Warning events, one line each, for failure messages."""
         events = await objects.list_objects(self.bed.kube, "Event", pod["metadata"].get("namespace", "default"))
@@ -247,3 +293,10 @@ class CheckContext:
 def claim_ref(claim: dict[str, Any]) -> dra_v1_pb2.Claim:
     meta = claim["metadata"]
     return dra_v1_pb2.Claim(namespace=meta.get("namespace", "default"), name=meta["name"], uid=meta["uid"])
+
+
+def _call_failed(call: CallRecord) -> bool:
+    """A call that failed as a whole, or answered an error for one of its claims."""
+    if call.status != "OK" or not isinstance(call.response, dict):
+        return True
+    return any(entry.get("error") for entry in (call.response.get("claims") or {}).values())

@@ -16,7 +16,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, ClassVar, TypeVar
@@ -29,7 +29,7 @@ from kubelet_dra.errors import StateError, UsageError
 from kubelet_dra.kube.client import KubeClient
 from kubelet_dra.log import get_logger
 from kubelet_dra.node import Node, NodeOptions
-from kubelet_dra.plugins import CallRecord
+from kubelet_dra.plugins import CallRecord, PluginInstance
 from kubelet_dra.testbed.drivers import DriverProcess, DriverSpec
 
 T = TypeVar("T")
@@ -65,6 +65,10 @@ class Testbed:
 
     def __init__(self, options: TestbedOptions | None = None, *, workdir: Path | None = None) -> None:
         self.options = options = options or TestbedOptions()
+        given = {"registry dir": options.registry_dir, "CDI root": options.cdi_root}
+        for what, path in given.items():
+            if path is not None and not Path(path).is_dir():
+                raise UsageError(f"the {what} {path} is not a directory", fix="give the directory the driver uses")
         self._own_workdir = workdir is None
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="kd-", dir="/tmp"))
         self.registry_dir = Path(options.registry_dir or self.workdir / "registry")
@@ -103,7 +107,8 @@ class Testbed:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        await self._close(failed=exc is not None)
+        # a usage error (a bad flag, a bad template) leaves nothing worth reading behind
+        await self._close(failed=exc is not None and not isinstance(exc, UsageError))
 
     async def _close(self, *, failed: bool) -> None:
         for driver in reversed(self.drivers):
@@ -235,10 +240,26 @@ class Testbed:
             await self.wait_registered(process, spec.name, timeout=wait)
         return process
 
-    async def wait_registered(self, process: DriverProcess, driver_name: str, timeout: float = 30.0) -> None:
+    def usable(self, driver_name: str, *, replacing: Sequence[PluginInstance] = ()) -> bool:
+        """Whether the node can call the driver; with ``replacing`` (its instances before a driver restart),
+        through an instance registered since: a killed driver's old one looks connected until the node
+        notices, and its socket path answers "connection refused" meanwhile."""
+        return any(
+            instance.connected and all(instance is not old for old in replacing)
+            for instance in self.node.plugins.instances(driver_name)
+        )
+
+    async def wait_registered(
+        self,
+        process: DriverProcess,
+        driver_name: str,
+        timeout: float = 30.0,
+        *,
+        replacing: Sequence[PluginInstance] = (),
+    ) -> None:
         try:
             await self.until(
-                lambda: self.node.plugins.usable(driver_name), timeout=timeout, what=f"{driver_name} registered"
+                lambda: self.usable(driver_name, replacing=replacing), timeout=timeout, what=f"{driver_name} registered"
             )
         except StateError as err:
             raise StateError(
@@ -247,6 +268,14 @@ class Testbed:
                 where=str(process.log_path),
                 fix="read the driver's log: " + (process.log_tail(5).replace("\n", " | ") or "(empty)"),
             ) from err
+
+    async def restart_driver(
+        self, process: DriverProcess, driver_name: str, timeout: float = 30.0, *, kill: bool = False
+    ) -> None:
+        """Restart the driver's process (SIGKILL with ``kill``) and wait until the node registered the new one."""
+        before = self.node.plugins.instances(driver_name)
+        await process.restart(kill=kill)
+        await self.wait_registered(process, driver_name, timeout, replacing=before)
 
     # --- waiting ---
 

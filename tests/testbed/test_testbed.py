@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kubelet_dra.api import dra_v1_pb2
 from kubelet_dra.errors import StateError, UsageError
 from kubelet_dra.testbed import DriverSpec, Testbed, TestbedOptions, command_words, manifests, objects
 
@@ -55,6 +56,20 @@ async def test_reference_driver_runs_a_pod_through_the_control_plane():
         workdir = bed.workdir
     assert not workdir.exists(), "the work dir is removed after a clean run"
     assert not driver.running
+
+
+@pytest.mark.parametrize("kill", [False, True], ids=["sigterm", "sigkill"])
+async def test_restart_driver_returns_once_the_node_can_call_the_new_process(kill: bool):
+    """After a SIGKILL the node still lists the dead process's instance for a while; the restart waits past it."""
+    async with Testbed() as bed:
+        driver = await bed.add_driver(DriverSpec(GPU))
+        old_pid, old = driver.pid, bed.node.plugins.instances(GPU)
+        await bed.restart_driver(driver, GPU, kill=kill)
+        assert driver.pid != old_pid
+        instance = bed.node.plugins.get_plugin(GPU)
+        assert all(instance is not before for before in old), "the node calls the instance registered anew"
+        response = await instance.client.node_prepare_resources(dra_v1_pb2.NodePrepareResourcesRequest())
+        assert not response.claims
 
 
 async def test_node_restart_keeps_calls_and_reregisters():
@@ -138,3 +153,17 @@ async def test_a_driver_that_exits_is_reported_with_its_log():
     assert "no GPUs here" in message
     assert bed.workdir.exists(), "a failed run keeps its work dir for the logs"
     shutil.rmtree(bed.workdir)
+
+
+async def test_a_usage_error_leaves_no_work_dir_behind():
+    bed = Testbed()
+    with pytest.raises(UsageError):
+        async with bed:
+            await bed.add_driver(DriverSpec(GPU, command="drv --node={nodename}"))
+    assert not bed.workdir.exists(), "nothing ran, so there is nothing to keep"
+
+
+def test_given_directories_must_exist(tmp_path):
+    with pytest.raises(UsageError) as caught:
+        Testbed(TestbedOptions(registry_dir=str(tmp_path), cdi_root=str(tmp_path / "missing")))
+    assert f"the CDI root {tmp_path / 'missing'} is not a directory" in str(caught.value)

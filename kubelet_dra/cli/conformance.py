@@ -1,0 +1,193 @@
+"""``kubelet-dra conformance``: certify a DRA driver at the socket level; exit 0 only when no check failed."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from kubelet_dra.cli import output
+from kubelet_dra.cli.command import Command
+from kubelet_dra.conformance import report
+from kubelet_dra.conformance.context import SuiteOptions
+from kubelet_dra.conformance.framework import TAGS, all_checks
+from kubelet_dra.conformance.runner import REGISTRATION_TIMEOUT, Selection, SuiteResult, Target, run_suite
+from kubelet_dra.errors import UsageError
+from kubelet_dra.testbed import PLACEHOLDERS
+
+DEFAULTS = SuiteOptions()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    target = parser.add_argument_group("the driver under test: --driver-cmd, or --registry-dir with --kubeconfig")
+    target.add_argument(
+        "--driver-cmd",
+        metavar="COMMAND",
+        help="command that starts the driver; the suite starts, restarts and stops it. Placeholders: "
+        + ", ".join("{" + p + "}" for p in PLACEHOLDERS),
+    )
+    target.add_argument("--registry-dir", metavar="DIR", help="registry dir of a driver that is already running")
+    target.add_argument("--kubeconfig", metavar="FILE", help="with --registry-dir: the API server the driver uses")
+    target.add_argument(
+        "--cdi-root",
+        metavar="DIR",
+        help="where the driver writes CDI spec files (default: {cdi_root} for --driver-cmd, /var/run/cdi otherwise)",
+    )
+    target.add_argument("--node-name", default="node-1", metavar="NAME", help="the node's name (default: node-1)")
+    target.add_argument("--driver-name", metavar="NAME", help="the driver's name (default: learnt from GetInfo)")
+    target.add_argument(
+        "--device-class",
+        metavar="NAME|FILE",
+        help="DeviceClass the checks allocate from: an existing one, or a manifest file the suite applies (default:"
+        " one selecting all the driver's devices)",
+    )
+    target.add_argument(
+        "--node-restricted",
+        action="store_true",
+        help="embedded API server: node identities may write only their own node's ResourceSlices",
+    )
+    select = parser.add_argument_group("which checks")
+    select.add_argument("--focus", metavar="REGEX", help="run only checks whose id or title matches")
+    select.add_argument("--skip", metavar="REGEX", help="leave out checks whose id or title matches")
+    select.add_argument(
+        "--tags",
+        action="append",
+        default=[],
+        metavar="TAG[,TAG]",
+        help=f"run only checks with any of these tags: {', '.join(sorted(TAGS))}",
+    )
+    select.add_argument("--list", action="store_true", help="list the selected checks and run nothing")
+    tune = parser.add_argument_group("tuning")
+    tune.add_argument(
+        "--idempotency-count",
+        type=_positive_int,
+        default=DEFAULTS.idempotency_count,
+        metavar="N",
+        help=f"how often idempotency checks repeat a call (default: {DEFAULTS.idempotency_count})",
+    )
+    tune.add_argument(
+        "--latency-warning",
+        type=_positive_float,
+        default=DEFAULTS.latency_warning,
+        metavar="SECONDS",
+        help=f"warn when one prepare takes longer (default: {DEFAULTS.latency_warning:g}; the kubelet allows 45)",
+    )
+    tune.add_argument(
+        "--republish-within",
+        type=_positive_float,
+        default=DEFAULTS.republish_within,
+        metavar="SECONDS",
+        help=f"how soon wiped ResourceSlices must be back (default: {DEFAULTS.republish_within:g})",
+    )
+    tune.add_argument(
+        "--check-timeout",
+        type=_positive_float,
+        default=DEFAULTS.check_timeout,
+        metavar="SECONDS",
+        help=f"a check still running after this long fails (default: {DEFAULTS.check_timeout:g})",
+    )
+    tune.add_argument(
+        "--registration-timeout",
+        type=_positive_float,
+        default=REGISTRATION_TIMEOUT,
+        metavar="SECONDS",
+        help="how long the driver may take from start to registered and connected (default: %(default)g)",
+    )
+    parser.add_argument("--junit", metavar="FILE", help="also write the results as JUnit XML to FILE")
+    parser.add_argument("--keep", action="store_true", help="keep the work dir (logs, sockets, state)")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    tags = frozenset(tag.strip() for text in args.tags for tag in text.split(",") if tag.strip())
+    selection = Selection(focus=args.focus, skip=args.skip, tags=tags)
+    selected = selection.select(all_checks())
+    if args.list:
+        _list(selected, json_output=args.output == "json")
+        return 0
+    if args.kubeconfig is not None and args.driver_cmd is not None:
+        raise UsageError(
+            "--kubeconfig goes with --registry-dir", fix="with --driver-cmd the suite runs its own API server"
+        )
+    target = Target(
+        driver_cmd=args.driver_cmd,
+        registry_dir=args.registry_dir,
+        cdi_root=args.cdi_root,
+        kubeconfig=args.kubeconfig,
+        node_name=args.node_name,
+        driver_name=args.driver_name,
+        node_restricted=args.node_restricted,
+        registration_timeout=args.registration_timeout,
+        keep=args.keep,
+    )
+    options = SuiteOptions(
+        idempotency_count=args.idempotency_count,
+        latency_warning=args.latency_warning,
+        republish_within=args.republish_within,
+        check_timeout=args.check_timeout,
+        device_class=args.device_class,
+    )
+    text = args.output == "text"
+    with output.quiet_logs(args.verbosity):
+        suite = asyncio.run(_run(target, options, selection, total=len(selected), live=text))
+    if args.junit:
+        report.write_junit(args.junit, suite)
+    if text:
+        console = output.console()
+        console.print(report.table(suite))
+        console.print(report.failures(suite), markup=False, highlight=False)
+    else:
+        output.print_json(suite.to_json())
+    return suite.exit_code
+
+
+async def _run(target: Target, options: SuiteOptions, selection: Selection, *, total: int, live: bool) -> SuiteResult:
+    if not live:
+        return await run_suite(target, options, selection)
+    with report.LiveView(output.console(), total) as view:
+        return await run_suite(target, options, selection, on_start=view.started, on_result=view.finished)
+
+
+def _list(checks: list, *, json_output: bool) -> None:
+    if json_output:
+        output.print_json(
+            [
+                {
+                    "id": c.id,
+                    "title": c.title,
+                    "tags": sorted(c.tags),
+                    "reference": c.reference,
+                    "needs": sorted(c.needs),
+                }
+                for c in checks
+            ]
+        )
+        return
+    console = output.console()
+    for c in checks:
+        console.print(f"{c.id}  {c.title}  [dim]{', '.join(sorted(c.tags))} · {c.reference}[/dim]")
+
+
+COMMAND = Command(
+    name="conformance",
+    help="certify a DRA driver at the socket level with named checks (like csi-sanity, and beyond)",
+    description=(
+        "Start the driver (--driver-cmd) or attach to a running one (--registry-dir + --kubeconfig), probe it with a"
+        " simulated kubelet and run the conformance checks: registration, versions, prepare/unprepare, CDI, slices,"
+        " health, lifecycle. Exit 0 when every check passed or was skipped, 1 when one failed, 2 on a usage error."
+    ),
+    add_arguments=add_arguments,
+    run=run,
+)

@@ -1,0 +1,282 @@
+"""LIF: the driver through pods, restarts and stops (SPEC §2.5, §2.7, §3.5, §3.6, §5.6, §6.6 C12, C16, C17).
+
+A DaemonSet driver is restarted on upgrades and crashes, the kubelet restarts under it, the API
+server goes away for a while; pods come and go concurrently throughout. The driver must remove
+its sockets when stopped, register again when started, keep what it prepared across its own
+restart (the kubelet still unprepares those claims later), survive a second registration cycle
+with the startup wipe of its slices, and serve concurrent pods. Disruptive checks restore the
+driver running and registered, whatever their outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kubelet_dra.conformance.checks.prepare import claim_label, device_summary, prepared, require_devices
+from kubelet_dra.conformance.checks.unprepare import unprepared
+from kubelet_dra.conformance.context import POD_TIMEOUT, CheckContext
+from kubelet_dra.conformance.framework import EMBEDDED, RESTART, check
+from kubelet_dra.errors import StateError
+from kubelet_dra.plugins import PluginInstance
+from kubelet_dra.registration.manager import SocketPhase
+from kubelet_dra.testbed import DriverProcess, objects
+
+TAGS = ("lifecycle",)
+DISRUPTIVE = (*TAGS, "disruptive")
+CONCURRENT_PODS = 3
+REGISTER_WITHIN = 10.0
+"""How long a (re)started driver may take until the node can call it again."""
+DEREGISTER_WITHIN = 5.0
+
+
+def process(ctx: CheckContext) -> DriverProcess:
+    ctx.expect(ctx.driver is not None, "the suite did not start the driver")
+    assert ctx.driver is not None
+    return ctx.driver
+
+
+async def usable(
+    ctx: CheckContext, timeout: float = REGISTER_WITHIN, *, replacing: Sequence[PluginInstance] = ()
+) -> str:
+    """Wait until the node can call the driver (again: through a new instance, with ``replacing``); why
+    not, if it cannot (at once when the driver's process exited)."""
+    driver = ctx.driver
+
+    def settled() -> bool:
+        return ctx.bed.usable(ctx.driver_name, replacing=replacing) or (driver is not None and not driver.running)
+
+    with contextlib.suppress(StateError):  # judged below, with the reason
+        await ctx.bed.until(settled, timeout=timeout, what="registered")
+    if ctx.bed.usable(ctx.driver_name, replacing=replacing):
+        return ""
+    exited = driver is not None and not driver.running
+    state = f"its process exited with code {driver.returncode}" if exited and driver else f"{timeout:g} s passed"
+    log = driver.log_tail(5).replace("\n", " | ") if driver is not None else ""
+    return f"{state}; driver log: {log}"
+
+
+async def registered(ctx: CheckContext, when: str) -> None:
+    if problem := await usable(ctx):
+        ctx.fail(f"{ctx.driver_name} was not registered again {when} ({problem})")
+
+
+async def restarted(ctx: CheckContext, driver: DriverProcess, *, kill: bool = False) -> None:
+    """Restart the driver and wait until the node registered the new process, not just still lists the old."""
+    before = ctx.bed.node.plugins.instances(ctx.driver_name)
+    await driver.restart(kill=kill)
+    if problem := await usable(ctx, replacing=before):
+        how = "a crash and a new start" if kill else "a restart"
+        ctx.fail(f"{ctx.driver_name} was not registered again after {how} ({problem})")
+
+
+def restore(ctx: CheckContext) -> None:
+    """After the check, whatever happened: the node and the driver run, and the node can call the driver."""
+
+    async def running_again() -> None:
+        if not ctx.bed.node_running:
+            await ctx.bed.start_node()
+        if ctx.driver is not None:
+            await ctx.driver.start()
+        if problem := await usable(ctx):
+            raise StateError(f"could not restore {ctx.driver_name}: {problem}")
+
+    ctx.defer(running_again)
+
+
+def unprepared_by_node(ctx: CheckContext, claims: list[Mapping[str, Any]]) -> list[str]:
+    """The claims the node has not (successfully) unprepared since the check began."""
+    done = set()
+    for call in ctx.calls("NodeUnprepareResources"):
+        if call.status == "OK" and isinstance(call.response, dict):
+            done |= {uid for uid, entry in (call.response.get("claims") or {}).items() if not entry.get("error")}
+    return [claim_label(claim) for claim in claims if claim["metadata"]["uid"] not in done]
+
+
+async def pod_cycle(ctx: CheckContext, pods: int, claims: int) -> None:
+    """Start ``pods`` pods with ``claims`` claims each at once, wait until all run, delete them all at once,
+    and expect the node to have unprepared every claim through the driver."""
+    await require_devices(ctx, pods * claims)
+    started = await asyncio.gather(*(ctx.run_pod(claims, running=False) for _ in range(pods)))
+    running = await asyncio.gather(*(ctx.wait_prepared(pod) for pod in started))
+    generated = [claim for pod in running for claim in await ctx.pod_claims(pod)]
+    ctx.expect(len(generated) == pods * claims, f"the pods have {len(generated)} claims, not {pods * claims}")
+    await finish(ctx, running, generated)
+
+
+async def finish(ctx: CheckContext, pods: list[dict[str, Any]], claims: list[Mapping[str, Any]]) -> None:
+    """Delete ``pods`` and wait until the node finished them, failing at the first failed unprepare (the
+    kubelet would keep the pods Terminating, F15); every claim must have been unprepared without error."""
+    for pod in pods:
+        await objects.delete(ctx.bed.kube, "Pod", pod["metadata"]["name"])
+
+    async def finished() -> bool:
+        failed = [
+            f"{call.status} {call.details}".strip() if call.status != "OK" else str(call.response)
+            for call in ctx.calls("NodeUnprepareResources")
+            if call.status != "OK" or any(e.get("error") for e in (call.response or {}).get("claims", {}).values())
+        ]
+        if failed:
+            ctx.fail(f"the node's NodeUnprepareResources failed (the pod stays Terminating, F15): {failed[0]}")
+        return all([await objects.get(ctx.bed.kube, "Pod", pod["metadata"]["name"]) is None for pod in pods])
+
+    try:
+        await ctx.bed.until(finished, timeout=POD_TIMEOUT, what="pods finished", interval=0.1)
+    except StateError:
+        ctx.fail(f"the pods were not finished within {POD_TIMEOUT:g} s (F15: a hanging unprepare keeps them)")
+    left = unprepared_by_node(ctx, claims)
+    ctx.expect(not left, f"the node did not get an unprepare without error for claim(s) {left}")
+
+
+@check(
+    "LIF-001",
+    "a pod with two claims runs, and deleting it unprepares both",
+    tags=(*TAGS, "prepare", "unprepare"),
+    reference="SPEC §5.3, §5.4",
+)
+async def pod_with_two_claims(ctx: CheckContext) -> None:
+    await pod_cycle(ctx, pods=1, claims=2)
+
+
+@check(
+    "LIF-002",
+    f"{CONCURRENT_PODS} pods started and deleted at the same time all run and finish",
+    tags=(*TAGS, "prepare", "unprepare"),
+    reference="SPEC §6.6 C12, §5.6",
+)
+async def concurrent_pods(ctx: CheckContext) -> None:
+    await pod_cycle(ctx, pods=CONCURRENT_PODS, claims=1)
+
+
+@check(
+    "LIF-003",
+    "a gracefully stopped driver removes both its sockets, and the node deregisters it",
+    tags=DISRUPTIVE,
+    reference="SPEC §6.6 C16, §2.5",
+    needs=(RESTART,),
+)
+async def sockets_removed(ctx: CheckContext) -> None:
+    driver = process(ctx)
+    restore(ctx)
+    sockets = {"registration socket": ctx.capabilities.socket_path, "service socket": ctx.capabilities.endpoint}
+    await driver.stop()
+    left = [f"{what} {path}" for what, path in sockets.items() if path and os.path.exists(path)]
+    ctx.expect(
+        not left,
+        f"after SIGTERM the driver left {', '.join(left)}: the node keeps a registered but dead driver (C16)",
+    )
+    try:
+        await ctx.bed.until(
+            lambda: not ctx.bed.node.plugins.usable(ctx.driver_name), timeout=DEREGISTER_WITHIN, what="deregistered"
+        )
+    except StateError:
+        ctx.fail(f"the node still lists {ctx.driver_name} as usable {DEREGISTER_WITHIN:g} s after it stopped")
+
+
+@check(
+    "LIF-004",
+    "a restarted driver registers again and prepares claims",
+    tags=DISRUPTIVE,
+    reference="SPEC §6.6 C17, §2.7",
+    needs=(RESTART,),
+)
+async def restart(ctx: CheckContext) -> None:
+    driver = process(ctx)
+    restore(ctx)
+    await restarted(ctx, driver)
+    await prepared(ctx, await ctx.allocated_claim(1))
+
+
+@check(
+    "LIF-005",
+    "claims prepared before a driver restart are prepared the same after it, and unprepared",
+    tags=(*DISRUPTIVE, "prepare", "unprepare"),
+    reference="SPEC §5.4, §3.5",
+    needs=(RESTART,),
+)
+async def prepared_survive_restart(ctx: CheckContext) -> None:
+    driver = process(ctx)
+    restore(ctx)
+    claim = await ctx.allocated_claim(1)
+    uid = claim["metadata"]["uid"]
+    before = device_summary((await prepared(ctx, claim))[uid])
+    await restarted(ctx, driver)
+    after = device_summary((await prepared(ctx, claim))[uid])
+    ctx.expect(after == before, f"after the restart the claim was prepared with {after}, before with {before}")
+    await unprepared(ctx, claim, why=" (prepared before the driver restarted)")
+
+
+@check(
+    "LIF-006",
+    "a driver that crashed (SIGKILL, sockets left behind) registers again when started",
+    tags=DISRUPTIVE,
+    reference="SPEC §6.6 C16, §3.5, §7 F2",
+    needs=(RESTART,),
+)
+async def crash(ctx: CheckContext) -> None:
+    driver = process(ctx)
+    restore(ctx)
+    await restarted(ctx, driver, kill=True)
+    await prepared(ctx, await ctx.allocated_claim(1))
+
+
+@check(
+    "LIF-007",
+    "after a kubelet restart the driver registers again and republishes its wiped slices",
+    tags=(*DISRUPTIVE, "slow"),
+    reference="SPEC §6.6 C17, §2.7, §3.6, §7 F14",
+)
+async def node_restart(ctx: CheckContext) -> None:
+    restore(ctx)
+    node = await ctx.bed.restart_node()
+    if node.startup_wipe is not None:
+        await node.startup_wipe
+    await registered(ctx, "after the kubelet restarted")
+
+    def registration() -> bool:
+        return any(s.phase == SocketPhase.REGISTERED for s in node.registrations() if s.name == ctx.driver_name)
+
+    try:
+        await ctx.bed.until(registration, timeout=REGISTER_WITHIN, what="registration")
+    except StateError:
+        ctx.fail(f"the restarted node did not complete a registration of {ctx.driver_name}: {node.registrations()}")
+    within = ctx.options.republish_within
+    try:
+        await ctx.bed.until(ctx.slices, timeout=within, what="slices")
+    except StateError:
+        ctx.fail(f"no ResourceSlices for {ctx.node_name} within {within:g} s of the kubelet's startup wipe (F14)")
+    await prepared(ctx, await ctx.allocated_claim(1))
+
+
+@check(
+    "LIF-008",
+    "a pod running across a driver restart is deleted cleanly (its claim unprepared)",
+    tags=(*DISRUPTIVE, "unprepare"),
+    reference="SPEC §5.4, §7 F15",
+    needs=(RESTART,),
+)
+async def pod_across_restart(ctx: CheckContext) -> None:
+    driver = process(ctx)
+    restore(ctx)
+    pod = await ctx.wait_prepared(await ctx.run_pod(1, running=False))
+    claims = await ctx.pod_claims(pod)
+    await restarted(ctx, driver)
+    await finish(ctx, [pod], claims)
+
+
+@check(
+    "LIF-009",
+    "the driver prepares claims again after the API server was restarted",
+    tags=DISRUPTIVE,
+    reference="SPEC §6.3 (claims read from the API server)",
+    needs=(EMBEDDED,),
+)
+async def apiserver_restart(ctx: CheckContext) -> None:
+    await ctx.bed.stop_apiserver()
+    ctx.defer(ctx.bed.start_apiserver)
+    await ctx.bed.start_apiserver()
+    claim = await ctx.allocated_claim(1)
+    await prepared(ctx, claim)

@@ -1,0 +1,227 @@
+"""PRE: NodePrepareResources as the kubelet calls it (SPEC §4.2, §5.3, §5.4, §6.3, §6.6 C7, C8, C10–C13).
+
+The kubelet sends a batch of claim references and needs back exactly one entry per claim UID (an
+entry keyed otherwise, or a missing one, fails the pod: §7 F16, F17), each with the devices it
+hands to the runtime, within 45 s, the same devices on every repeat. Drivers built on the Go
+helper read each claim from the API server inside the call, so every claim the suite sends here is
+a real, allocated ResourceClaim; only the per-claim error check asks for a device that is not there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kubelet_dra.api import dra_v1_pb2
+from kubelet_dra.conformance.context import CheckContext
+from kubelet_dra.conformance.framework import check
+from kubelet_dra.testbed import manifests, objects
+
+TAGS = ("prepare",)
+KUBELET_BUDGET = 45.0
+"""The kubelet's per-call timeout for NodePrepareResources (SPEC §1)."""
+BATCH = ("conformance-batch-a", "conformance-batch-b", "conformance-batch-c")
+"""Fixed names of PRE-003's claims: a reference-driver fault knob can pick one of them by name."""
+MISSING_DEVICE = "conformance-no-such-device"
+CONCURRENT_CALLS = 3
+
+
+def claim_label(claim: Mapping[str, Any]) -> str:
+    meta = claim["metadata"]
+    return f"{meta.get('namespace', 'default')}/{meta['name']} ({meta['uid']})"
+
+
+def expect_keys(
+    ctx: CheckContext, method: str, answered: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]
+) -> None:
+    """One entry per requested claim UID, nothing else (the kubelet rejects the whole answer otherwise)."""
+    wanted = {claim["metadata"]["uid"]: claim for claim in claims}
+    missing = [claim_label(claim) for uid, claim in wanted.items() if uid not in answered]
+    extra = sorted(set(answered) - set(wanted))
+    ctx.expect(
+        not missing, f"{method} left out claim(s) {', '.join(missing)} (kubelet: skipped {len(missing)} claims, F17)"
+    )
+    ctx.expect(not extra, f"{method} answered for claim UID(s) nobody asked for: {extra} (kubelet: F16)")
+
+
+def expect_devices(ctx: CheckContext, claim: Mapping[str, Any], devices: Sequence[dra_v1_pb2.Device]) -> None:
+    """The devices of a prepared claim are the allocated ones, each naming pool, device and its request."""
+    results = claim["status"]["allocation"]["devices"]["results"]
+    allocated = {(r["pool"], r["device"]): r["request"] for r in results if r["driver"] == ctx.driver_name}
+    label = claim_label(claim)
+    for device in devices:
+        ctx.expect(device.pool_name and device.device_name, f"claim {label}: a device without pool or device name")
+        key = (device.pool_name, device.device_name)
+        ctx.expect(key in allocated, f"claim {label}: device {'/'.join(key)} was not allocated ({sorted(allocated)})")
+        requests = {name.split("/")[0] for name in device.request_names}
+        ctx.expect(
+            allocated[key].split("/")[0] in requests,
+            f"claim {label}: device {'/'.join(key)} names requests {list(device.request_names)},"
+            f" not its request {allocated[key]!r} (containers asking for that request would not get it)",
+        )
+    returned = {(d.pool_name, d.device_name) for d in devices}
+    ctx.expect(returned == set(allocated), f"claim {label}: prepared {sorted(returned)}, allocated {sorted(allocated)}")
+
+
+async def prepared(ctx: CheckContext, *claims: Mapping[str, Any]) -> dict[str, list[dra_v1_pb2.Device]]:
+    """Prepare ``claims`` in one call, which must succeed for each with its allocated devices; UID → devices."""
+    response = await ctx.prepare(*claims)
+    expect_keys(ctx, "NodePrepareResources", response.claims, claims)
+    for claim in claims:
+        entry = response.claims[claim["metadata"]["uid"]]
+        ctx.expect(not entry.error, f"NodePrepareResources failed claim {claim_label(claim)}: {entry.error}")
+        expect_devices(ctx, claim, entry.devices)
+    return {claim["metadata"]["uid"]: list(response.claims[claim["metadata"]["uid"]].devices) for claim in claims}
+
+
+async def published_devices(ctx: CheckContext) -> int:
+    """How many devices the driver's slices list for this node."""
+    return sum(len(item["spec"].get("devices") or []) for item in await ctx.slices())
+
+
+async def require_devices(ctx: CheckContext, count: int) -> None:
+    """Skip a check that needs ``count`` devices on a node with fewer (a one-GPU node is a fine target);
+    with none at all the check goes on and fails on its allocation."""
+    published = await published_devices(ctx)
+    if 0 < published < count:
+        ctx.skip(f"needs {count} devices of {ctx.driver_name} on {ctx.node_name}; its slices list {published}")
+
+
+def device_summary(devices: Sequence[dra_v1_pb2.Device]) -> list[tuple[str, str, tuple[str, ...], tuple[str, ...]]]:
+    return sorted(
+        (d.pool_name, d.device_name, tuple(sorted(d.request_names)), tuple(sorted(d.cdi_device_ids))) for d in devices
+    )
+
+
+@check(
+    "PRE-001",
+    "an empty NodePrepareResources request returns OK with an empty map",
+    tags=TAGS,
+    reference="SPEC §6.6 C13",
+)
+async def empty_request(ctx: CheckContext) -> None:
+    response = await ctx.client().node_prepare_resources(dra_v1_pb2.NodePrepareResourcesRequest())
+    ctx.expect(not response.claims, f"an empty request got entries for {sorted(response.claims)}")
+
+
+@check(
+    "PRE-002",
+    "one claim is prepared with exactly its allocated devices, keyed by its UID",
+    tags=TAGS,
+    reference="SPEC §6.6 C7, C11",
+)
+async def one_claim(ctx: CheckContext) -> None:
+    claim = await ctx.allocated_claim(1)
+    devices = await prepared(ctx, claim)
+    ctx.expect(devices[claim["metadata"]["uid"]], f"claim {claim_label(claim)} was prepared without devices")
+
+
+@check(
+    "PRE-003",
+    "a batch of claims gets one entry per claim UID and no other keys",
+    tags=TAGS,
+    reference="SPEC §6.6 C7, §7 F16–F17",
+)
+async def batch(ctx: CheckContext) -> None:
+    await require_devices(ctx, len(BATCH))
+    claims = [await ctx.allocated_claim(1, name=name) for name in BATCH]
+    await prepared(ctx, *claims)
+
+
+@check(
+    "PRE-004",
+    "each device names the request it was allocated for (claims with several requests)",
+    tags=TAGS,
+    reference="SPEC §4.2, §6.6 C11",
+)
+async def several_requests(ctx: CheckContext) -> None:
+    await require_devices(ctx, 2)
+    claim = await ctx.allocated_claim(1, requests=("first", "second"))
+    devices = (await prepared(ctx, claim))[claim["metadata"]["uid"]]
+    ctx.expect(len(devices) == 2, f"a claim with two requests of one device each got {len(devices)} device(s)")
+
+
+@check(
+    "PRE-005",
+    "preparing a prepared claim again returns the same devices (--idempotency-count times)",
+    tags=TAGS,
+    reference="SPEC §6.6 C8, §5.4",
+)
+async def idempotent(ctx: CheckContext) -> None:
+    claim = await ctx.allocated_claim(1)
+    uid = claim["metadata"]["uid"]
+    first = device_summary((await prepared(ctx, claim))[uid])
+    for attempt in range(2, ctx.options.idempotency_count + 1):
+        again = device_summary((await prepared(ctx, claim))[uid])
+        ctx.expect(again == first, f"prepare #{attempt} returned {again}, the first returned {first}")
+
+
+async def _claim_of_missing_device(ctx: CheckContext, model: dict[str, Any]) -> dict[str, Any]:
+    """A claim allocated, like ``model``, on this node's pool, but a device the driver does not have."""
+    name = ctx.name("missing")
+    claim = await objects.apply(ctx.bed.kube, manifests.claim(name, ctx.device_class))
+    ctx.defer(lambda: objects.delete(ctx.bed.kube, "ResourceClaim", name))
+    status = copy.deepcopy(model["status"])
+    for result in status["allocation"]["devices"]["results"]:
+        result["device"] = MISSING_DEVICE
+    for consumer in status.get("reservedFor") or []:
+        consumer.update(name=name, uid=str(uuid.uuid4()))
+    return await objects.write_status(ctx.bed.kube, claim, status)
+
+
+@check(
+    "PRE-006",
+    "a failing claim is reported in its entry's error while the other claims of the batch are prepared",
+    tags=TAGS,
+    reference="SPEC §6.6 C10, §4.2",
+)
+async def per_claim_error(ctx: CheckContext) -> None:
+    good = await ctx.allocated_claim(1)
+    bad = await _claim_of_missing_device(ctx, good)
+    response = await ctx.prepare(good, bad)
+    claims = (good, bad)
+    expect_keys(ctx, "NodePrepareResources", response.claims, claims)
+    good_entry, bad_entry = (response.claims[c["metadata"]["uid"]] for c in claims)
+    ctx.expect(
+        bad_entry.error,
+        f"claim {claim_label(bad)} is allocated device {MISSING_DEVICE!r}, which the driver does not have,"
+        f" yet it was prepared without an error: {list(bad_entry.devices)}",
+    )
+    ctx.expect(
+        not good_entry.error,
+        f"claim {claim_label(good)} failed along with the bad claim of its batch: {good_entry.error}",
+    )
+    expect_devices(ctx, good, good_entry.devices)
+
+
+@check(
+    "PRE-007",
+    "NodePrepareResources answers well within the kubelet's 45 s (warns past --latency-warning)",
+    tags=TAGS,
+    reference="SPEC §1 (defaultClientCallTimeout), §6.6 C7",
+)
+async def latency(ctx: CheckContext) -> None:
+    claim = await ctx.allocated_claim(1)
+    _, seconds = await ctx.timed(prepared(ctx, claim))
+    ctx.expect(seconds < KUBELET_BUDGET, f"prepare took {seconds:.1f} s; the kubelet gives up after 45 s")
+    if seconds > ctx.options.latency_warning:
+        ctx.warn(f"prepare took {seconds:.1f} s (over {ctx.options.latency_warning:g} s; the kubelet waits 45 s)")
+
+
+@check(
+    "PRE-008",
+    f"{CONCURRENT_CALLS} concurrent NodePrepareResources calls for different claims all succeed",
+    tags=TAGS,
+    reference="SPEC §6.6 C12, §5.6",
+)
+async def concurrent(ctx: CheckContext) -> None:
+    await require_devices(ctx, CONCURRENT_CALLS)
+    claims = [await ctx.allocated_claim(1) for _ in range(CONCURRENT_CALLS)]
+    answers, seconds = await ctx.timed(asyncio.gather(*(prepared(ctx, claim) for claim in claims)))
+    devices = [(pool, device) for answer in answers for d in answer.values() for pool, device, *_ in device_summary(d)]
+    ctx.expect(len(set(devices)) == len(devices), f"concurrently prepared claims share devices: {sorted(devices)}")
+    if seconds > ctx.options.latency_warning:
+        ctx.warn(f"{len(claims)} concurrent prepares took {seconds:.1f} s")

@@ -1,0 +1,211 @@
+"""SLC: the ResourceSlices the driver publishes (SPEC §3.6, §6.4, §6.6 C15, §7 F10, F14).
+
+The scheduler allocates only what the slices describe, and the kubelet wipes a node's slices at
+start and when a driver goes away, so a driver must publish well-formed slices for its own node,
+re-create them after a wipe, and prepare exactly the devices they describe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import defaultdict
+from typing import Any
+
+from kubelet_dra.conformance.context import CheckContext
+from kubelet_dra.conformance.framework import check
+from kubelet_dra.testbed import objects
+
+TAGS = ("slices",)
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+POLL = 0.1
+HELPER_SYNC_DELAY = 30.0
+"""The kubeletplugin helper re-creates wiped slices after this sync delay (SPEC F14): slower earns a warning."""
+SYNC_SLACK = 5.0
+
+
+def _key(item: dict[str, Any]) -> str:
+    return item["metadata"]["name"]
+
+
+async def _own(ctx: CheckContext) -> list[dict[str, Any]]:
+    """The driver's slices for this node; fails when there are none (nothing else to check)."""
+    ctx.require_registered()
+    slices = await ctx.slices()
+    ctx.expect(slices, f"{ctx.driver_name} published no ResourceSlice with spec.nodeName={ctx.node_name}")
+    return slices
+
+
+async def _all(ctx: CheckContext) -> list[dict[str, Any]]:
+    """Every slice of the driver, whichever node it names."""
+    ctx.require_registered()
+    return await objects.list_objects(ctx.bed.kube, "ResourceSlice", field_selector=f"spec.driver={ctx.driver_name}")
+
+
+def _devices(slices: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    """(pool, device) of every device in ``slices``."""
+    return {(s["spec"]["pool"]["name"], d["name"]) for s in slices for d in s["spec"].get("devices") or []}
+
+
+@check("SLC-001", "ResourceSlices are published for this node", tags=TAGS, reference="SPEC §6.6 C15, §3.6")
+async def published(ctx: CheckContext) -> None:
+    slices = await _own(ctx)
+    ctx.expect(_devices(slices), "the driver's slices for this node list no devices")
+
+
+@check(
+    "SLC-002",
+    "every slice names the driver, a node placement, a pool with generation and slice count",
+    tags=TAGS,
+    reference="SPEC §6.6 C15",
+)
+async def well_formed(ctx: CheckContext) -> None:
+    slices = await _all(ctx)
+    ctx.expect(slices, f"no ResourceSlice has spec.driver={ctx.driver_name}")
+    for item in slices:
+        spec, name = item["spec"], _key(item)
+        ctx.expect(spec.get("driver") == ctx.driver_name, f"{name}: spec.driver is {spec.get('driver')!r}")
+        placements = [
+            key for key in ("nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection") if spec.get(key)
+        ]
+        ctx.expect(len(placements) == 1, f"{name}: exactly one of nodeName/nodeSelector/allNodes, found {placements}")
+        pool = spec.get("pool") or {}
+        ctx.expect(pool.get("name"), f"{name}: spec.pool.name is empty")
+        ctx.expect(
+            isinstance(pool.get("generation", 0), int) and pool.get("generation", 0) >= 0,
+            f"{name}: pool.generation is {pool.get('generation')!r}",
+        )
+        ctx.expect(
+            isinstance(pool.get("resourceSliceCount"), int) and pool["resourceSliceCount"] >= 1,
+            f"{name}: pool.resourceSliceCount is {pool.get('resourceSliceCount')!r}",
+        )
+
+
+@check(
+    "SLC-003",
+    "the slices of a pool agree on its generation and their number is its resourceSliceCount",
+    tags=TAGS,
+    reference="SPEC §6.4 (pool completeness)",
+)
+async def pools_complete(ctx: CheckContext) -> None:
+    pools: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for item in await _own(ctx):
+        pools[item["spec"]["pool"]["name"]].append(item["spec"]["pool"])
+    for name, parts in pools.items():
+        generations = {part.get("generation", 0) for part in parts}
+        ctx.expect(len(generations) == 1, f"pool {name}: slices of generations {sorted(generations)} at once")
+        counts = {part.get("resourceSliceCount") for part in parts}
+        ctx.expect(counts == {len(parts)}, f"pool {name}: {len(parts)} slices, resourceSliceCount says {counts}")
+
+
+@check(
+    "SLC-004",
+    "device names are DNS labels, unique within their pool",
+    tags=TAGS,
+    reference="SPEC §4.2, §6.6 C11",
+)
+async def device_names(ctx: CheckContext) -> None:
+    seen: set[tuple[str, str]] = set()
+    for item in await _own(ctx):
+        pool = item["spec"]["pool"]["name"]
+        for device in item["spec"].get("devices") or []:
+            name = device.get("name", "")
+            ctx.expect(DNS_LABEL.match(name), f"pool {pool}: device name {name!r} is not a DNS label")
+            ctx.expect((pool, name) not in seen, f"pool {pool}: device {name} is listed twice")
+            seen.add((pool, name))
+
+
+@check(
+    "SLC-005",
+    "the driver writes no slice for another node",
+    tags=TAGS,
+    reference="SPEC §6.6 C15 (node authorizer: own node only)",
+)
+async def own_node_only(ctx: CheckContext) -> None:
+    others = sorted(
+        f"{_key(item)} (nodeName {item['spec']['nodeName']})"
+        for item in await _all(ctx)
+        if item["spec"].get("nodeName") not in (None, "", ctx.node_name)
+    )
+    ctx.expect(not others, f"slices for other nodes: {', '.join(others)} (the node authorizer rejects these)")
+
+
+async def _wipe_and_wait(ctx: CheckContext) -> tuple[set[tuple[str, str]], set[tuple[str, str]], float]:
+    """Delete the node's slices of the driver as the kubelet's wipe does; (before, after, seconds until back)."""
+    before = await _own(ctx)
+    for item in before:
+        await objects.delete(ctx.bed.kube, "ResourceSlice", _key(item))
+    old = {_key(item) for item in before}
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    while True:
+        current = [item for item in await ctx.slices() if _key(item) not in old]
+        if current and _devices(current) >= _devices(before):
+            return _devices(before), _devices(current), loop.time() - started
+        if loop.time() - started > ctx.options.republish_within:
+            ctx.fail(
+                f"the wiped slices were not published again within {ctx.options.republish_within:g} s"
+                f" (found {len(current)} new slice(s)); the kubelet wipes them at every start"
+            )
+        await asyncio.sleep(POLL)
+
+
+@check(
+    "SLC-006",
+    "wiped slices are published again within the limit (--republish-within)",
+    tags=(*TAGS, "disruptive", "slow"),
+    reference="SPEC §6.6 C15, §7 F14, USERS #10",
+)
+async def republished(ctx: CheckContext) -> None:
+    _, _, seconds = await _wipe_and_wait(ctx)
+    if seconds > HELPER_SYNC_DELAY + SYNC_SLACK:
+        ctx.warn(f"slices came back after {seconds:.1f} s (the kubeletplugin helper: {HELPER_SYNC_DELAY:g} s)")
+
+
+@check(
+    "SLC-007",
+    "republished slices describe the same pools and devices",
+    tags=(*TAGS, "disruptive", "slow"),
+    reference="SPEC §6.6 C15, §3.6",
+)
+async def republished_same(ctx: CheckContext) -> None:
+    before, after, _ = await _wipe_and_wait(ctx)
+    ctx.expect(after == before, f"before the wipe {sorted(before - after)} were published, after it {sorted(after)}")
+
+
+@check(
+    "SLC-008",
+    "prepared devices are the allocated ones and exist in the published slices",
+    tags=(*TAGS, "prepare"),
+    reference="SPEC §4.2, §6.6 C11",
+)
+async def prepared_devices_published(ctx: CheckContext) -> None:
+    published = _devices(await _own(ctx))
+    claim = await ctx.allocated_claim(1)
+    uid = claim["metadata"]["uid"]
+    results = claim["status"]["allocation"]["devices"]["results"]
+    allocated = {(r["pool"], r["device"]) for r in results}
+    result = (await ctx.prepare(claim)).claims.get(uid)
+    ctx.expect(result is not None, f"the answer has no entry for claim UID {uid}")
+    ctx.expect(not result.error, f"preparing the claim failed: {result.error}")
+    devices = {(d.pool_name, d.device_name) for d in result.devices}
+    ctx.expect(all(pool and name for pool, name in devices), f"a device without pool or name: {sorted(devices)}")
+    ctx.expect(devices <= published, f"prepared {sorted(devices - published)}, which no slice of this node lists")
+    ctx.expect(devices == allocated, f"prepared {sorted(devices)}, the claim was allocated {sorted(allocated)}")
+
+
+@check(
+    "SLC-009",
+    "every published device can be allocated and prepared at once",
+    tags=(*TAGS, "prepare"),
+    reference="SPEC §3.6, §6.6 C15",
+)
+async def all_devices_preparable(ctx: CheckContext) -> None:
+    published = _devices(await _own(ctx))
+    claim = await ctx.allocated_claim(len(published))
+    uid = claim["metadata"]["uid"]
+    result = (await ctx.prepare(claim)).claims.get(uid)
+    ctx.expect(result is not None, f"the answer has no entry for claim UID {uid}")
+    ctx.expect(not result.error, f"preparing a claim for all {len(published)} devices failed: {result.error}")
+    prepared = {(d.pool_name, d.device_name) for d in result.devices}
+    ctx.expect(prepared == published, f"prepared {len(prepared)} of {len(published)} published devices")

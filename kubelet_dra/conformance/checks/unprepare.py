@@ -1,0 +1,150 @@
+"""UNP: NodeUnprepareResources as the kubelet calls it (SPEC §5.4, §6.6 C7, C9, §7 F15).
+
+The kubelet unprepares when a pod is gone, possibly after the ResourceClaim was deleted, possibly
+for a claim the driver never prepared or already unprepared (after a restart, a retry), and keeps
+the pod Terminating until every claim's entry comes back without an error. So unprepare must be
+idempotent, must not need the claim from the API server, and must give the devices back.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from kubelet_dra.api import dra_v1_pb2
+from kubelet_dra.conformance.checks.prepare import (
+    claim_label,
+    device_summary,
+    expect_keys,
+    prepared,
+    published_devices,
+    require_devices,
+)
+from kubelet_dra.conformance.context import CheckContext
+from kubelet_dra.conformance.framework import check
+from kubelet_dra.testbed import objects
+
+TAGS = ("unprepare",)
+BATCH_SIZE = 3
+
+
+async def unprepared(ctx: CheckContext, *claims: Mapping[str, Any], why: str = "") -> None:
+    """Unprepare ``claims`` in one call, which must succeed for each of them."""
+    response = await ctx.unprepare(*claims)
+    expect_keys(ctx, "NodeUnprepareResources", response.claims, claims)
+    for claim in claims:
+        error = response.claims[claim["metadata"]["uid"]].error
+        ctx.expect(not error, f"NodeUnprepareResources failed claim {claim_label(claim)}{why}: {error}")
+
+
+def unknown_claims(count: int) -> list[dict[str, Any]]:
+    """Claim references of claims that do not exist anywhere (as the kubelet may send after a restart)."""
+    return [
+        {"metadata": {"namespace": "default", "name": f"conformance-unknown-{index}", "uid": str(uuid.uuid4())}}
+        for index in range(count)
+    ]
+
+
+@check(
+    "UNP-001",
+    "a prepared claim is unprepared: one entry keyed by its UID, without error",
+    tags=TAGS,
+    reference="SPEC §5.4, §6.6 C7",
+)
+async def unprepare_prepared(ctx: CheckContext) -> None:
+    claim = await ctx.allocated_claim(1)
+    await prepared(ctx, claim)
+    await unprepared(ctx, claim)
+
+
+@check(
+    "UNP-002",
+    "unpreparing a claim the driver never prepared succeeds",
+    tags=TAGS,
+    reference="SPEC §6.6 C9 (helper contract)",
+)
+async def unprepare_unknown(ctx: CheckContext) -> None:
+    await unprepared(ctx, *unknown_claims(1), why=" (never prepared, does not exist)")
+
+
+@check(
+    "UNP-003",
+    "unpreparing a claim a second time succeeds",
+    tags=TAGS,
+    reference="SPEC §6.6 C9, §5.4",
+)
+async def unprepare_twice(ctx: CheckContext) -> None:
+    claim = await ctx.allocated_claim(1)
+    await prepared(ctx, claim)
+    await unprepared(ctx, claim)
+    await unprepared(ctx, claim, why=" (already unprepared)")
+
+
+@check(
+    "UNP-004",
+    "an empty NodeUnprepareResources request returns OK with an empty map",
+    tags=TAGS,
+    reference="SPEC §6.3, §6.6 C13",
+)
+async def empty_request(ctx: CheckContext) -> None:
+    response = await ctx.client().node_unprepare_resources(dra_v1_pb2.NodeUnprepareResourcesRequest())
+    ctx.expect(not response.claims, f"an empty request got entries for {sorted(response.claims)}")
+
+
+@check(
+    "UNP-005",
+    "a batch of prepared and unknown claims gets one entry per claim UID, all without error",
+    tags=TAGS,
+    reference="SPEC §6.6 C7, C9",
+)
+async def batch(ctx: CheckContext) -> None:
+    await require_devices(ctx, BATCH_SIZE - 1)
+    claims = [await ctx.allocated_claim(1) for _ in range(BATCH_SIZE - 1)]
+    await prepared(ctx, *claims)
+    await unprepared(ctx, *claims, *unknown_claims(1))
+
+
+@check(
+    "UNP-006",
+    "a claim already deleted from the API server is unprepared (unprepare needs no API object)",
+    tags=TAGS,
+    reference="SPEC §5.4, §7 F15",
+)
+async def unprepare_deleted(ctx: CheckContext) -> None:
+    claim = await ctx.allocated_claim(1)
+    await prepared(ctx, claim)
+    await objects.delete(ctx.bed.kube, "ResourceClaim", claim["metadata"]["name"])
+    await unprepared(ctx, claim, why=" (its ResourceClaim was deleted, as when a pod's generated claim goes)")
+
+
+@check(
+    "UNP-007",
+    "an unprepared claim is prepared again with the same devices",
+    tags=TAGS,
+    reference="SPEC §5.4, §6.6 C8",
+)
+async def prepare_after_unprepare(ctx: CheckContext) -> None:
+    claim = await ctx.allocated_claim(1)
+    uid = claim["metadata"]["uid"]
+    first = device_summary((await prepared(ctx, claim))[uid])
+    await unprepared(ctx, claim)
+    again = device_summary((await prepared(ctx, claim))[uid])
+    ctx.expect([d[:3] for d in again] == [d[:3] for d in first], f"prepared again: {again}; the first time: {first}")
+
+
+@check(
+    "UNP-008",
+    "unpreparing gives the devices back: all of them can be prepared for another claim",
+    tags=TAGS,
+    reference="SPEC §5.4 (exclusive devices)",
+)
+async def devices_freed(ctx: CheckContext) -> None:
+    count = await published_devices(ctx)
+    ctx.expect(count, f"{ctx.driver_name} published no devices for {ctx.node_name}")
+    first = await ctx.allocated_claim(count)
+    await prepared(ctx, first)
+    await unprepared(ctx, first)
+    await objects.delete(ctx.bed.kube, "ResourceClaim", first["metadata"]["name"])
+    second = await ctx.allocated_claim(count)
+    await prepared(ctx, second)

@@ -1,0 +1,80 @@
+"""The suite as pytest tests: ``pytest --pyargs kubelet_dra.conformance --driver-cmd '…'``.
+
+Each check becomes one test (``test_check[REG-001]``), so pytest's own selection (``-k``), reports
+(``--junitxml``) and CI integrations apply. The suite runs once per session, for the checks pytest
+selected, against one testbed; each test then reports its check's verdict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from kubelet_dra.conformance.context import SuiteOptions
+from kubelet_dra.conformance.framework import all_checks
+from kubelet_dra.conformance.report import calls_text
+from kubelet_dra.conformance.runner import Selection, SuiteResult, Target, run_suite
+from kubelet_dra.junit import FAILED, SKIPPED
+
+SELECTED = pytest.StashKey[list[str]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kubelet-dra conformance")
+    group.addoption("--driver-cmd", help="command that starts the DRA driver under test (placeholders as the CLI)")
+    group.addoption("--registry-dir", help="registry dir of a driver that is already running")
+    group.addoption("--kubeconfig", help="with --registry-dir: the API server the driver uses")
+    group.addoption("--cdi-root", help="where the driver writes CDI spec files (default as the CLI)")
+    group.addoption("--node-name", default="node-1", help="the node's name (default: node-1)")
+    group.addoption("--driver-name", help="the driver's name (default: learnt from GetInfo)")
+    group.addoption("--device-class", help="an existing DeviceClass to allocate from")
+    group.addoption("--idempotency-count", type=int, default=SuiteOptions().idempotency_count)
+    group.addoption("--republish-within", type=float, default=SuiteOptions().republish_within)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "conformance_check" in metafunc.fixturenames:
+        ids = [check.id for check in all_checks()]
+        metafunc.parametrize("conformance_check", ids, ids=ids)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Remember which checks survived ``-k`` and friends: the session runs only those."""
+    config.stash[SELECTED] = [
+        item.callspec.params["conformance_check"] for item in items if "conformance_check" in item.fixturenames
+    ]
+
+
+@pytest.fixture(scope="session")
+def conformance_suite(request: pytest.FixtureRequest) -> SuiteResult:
+    option = request.config.getoption
+    if not option("driver_cmd") and not option("registry_dir"):
+        pytest.skip("pass --driver-cmd (or --registry-dir and --kubeconfig) to run the conformance checks")
+    target = Target(
+        driver_cmd=option("driver_cmd"),
+        registry_dir=option("registry_dir"),
+        kubeconfig=option("kubeconfig"),
+        cdi_root=option("cdi_root"),
+        node_name=option("node_name"),
+        driver_name=option("driver_name"),
+    )
+    options = SuiteOptions(
+        idempotency_count=option("idempotency_count"),
+        republish_within=option("republish_within"),
+        device_class=option("device_class"),
+    )
+    ids = request.config.stash.get(SELECTED, [])
+    selection = Selection(focus="^(" + "|".join(ids) + ")$")
+    return asyncio.run(run_suite(target, options, selection))
+
+
+def verdict(suite: SuiteResult, check_id: str) -> None:
+    """Turn one check's result into the test's outcome: pass, ``pytest.skip`` or ``pytest.fail``."""
+    result = suite.by_id()[check_id]
+    if result.result == SKIPPED:
+        pytest.skip(result.reason)
+    if result.result == FAILED:
+        calls = calls_text(result.calls)
+        pytest.fail(f"{result.reason}\n[{result.check.reference}]" + (f"\n{calls}" if calls else ""), pytrace=False)

@@ -1,0 +1,439 @@
+"""Run the conformance suite: one testbed, the capability probe, then every selected check in id order.
+
+All checks share one testbed (API server, node, driver) so the whole suite stays within a minute;
+each check cleans up after itself, and the runner makes sure the driver is running and registered
+before the next check starts. When the driver never registered, every check that needs it fails at
+once with the node's diagnosis, so a broken driver is reported in seconds, not after timeouts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import grpc
+import yaml
+
+from kubelet_dra.conformance.context import Capabilities, CheckContext, SuiteOptions
+from kubelet_dra.conformance.framework import (
+    EMBEDDED,
+    HEALTH,
+    NEEDS,
+    REFERENCE,
+    RESTART,
+    TAGS,
+    Check,
+    CheckFailed,
+    CheckSkipped,
+    all_checks,
+)
+from kubelet_dra.conformance.probe import Probe
+from kubelet_dra.errors import StateError, UsageError
+from kubelet_dra.junit import FAILED, PASSED, SKIPPED
+from kubelet_dra.node import NodeOptions
+from kubelet_dra.plugins import CallRecord
+from kubelet_dra.testbed import (
+    DriverProcess,
+    DriverSpec,
+    Testbed,
+    TestbedOptions,
+    command_words,
+    manifests,
+    objects,
+)
+
+CLEANUP_TIMEOUT = 30.0
+CLEANUP_ROUNDS = 5
+"""A check's clean-up steps that hang are abandoned one at a time, at most this many."""
+REGISTRATION_TIMEOUT = 10.0
+"""How long the driver may take from start to a connected, registered plugin, by default."""
+MAX_RESTORES = 3
+"""How often the runner restarts a driver that died, or lost its slices, between checks before it gives up."""
+DEVICE_CLASS = "kubelet-dra-conformance"
+DEFAULT_CDI_ROOT = "/var/run/cdi"
+"""Where a driver that is already running most likely writes its CDI specs (a runtime's dynamic root)."""
+POD_RETRY_PERIOD = 0.5
+"""The node retries a pod whose claim the control plane has not generated yet this soon (the kubelet: 10 s)."""
+REGISTRATION_TAG = "registration"
+"""Checks with this tag look at the registration socket themselves, so they run even when registration failed."""
+
+
+@attrs.frozen
+class Target:
+    """The driver under test: a command the suite runs, or a driver already running on a registry dir."""
+
+    driver_cmd: str | None = None
+    registry_dir: str | None = None
+    kubeconfig: str | None = None
+    node_name: str = "node-1"
+    driver_name: str | None = None
+    """``None``: learnt from GetInfo."""
+    node_restricted: bool = False
+    registration_timeout: float = REGISTRATION_TIMEOUT
+    keep: bool = False
+    cdi_root: str | None = None
+    """Where the driver writes its CDI spec files; ``None``: the ``{cdi_root}`` the suite gives a driver it
+    starts, else the container runtimes' usual root (``DEFAULT_CDI_ROOT``)."""
+
+    def __attrs_post_init__(self) -> None:
+        if (self.driver_cmd is None) == (self.registry_dir is None):
+            raise UsageError(
+                "give either --driver-cmd or --registry-dir",
+                fix="--driver-cmd to let the suite start the driver, --registry-dir for one already running",
+            )
+        if self.node_restricted and self.kubeconfig is not None:
+            raise UsageError(
+                "--node-restricted works only with the embedded API server",
+                fix="use --driver-cmd, or let your cluster's node authorizer restrict the driver",
+            )
+        if self.registry_dir is not None and self.kubeconfig is None:
+            raise UsageError(
+                "--registry-dir needs --kubeconfig",
+                fix="pass the kubeconfig of the API server the running driver publishes its ResourceSlices to",
+            )
+
+
+@attrs.frozen
+class Selection:
+    """Which checks run: ``focus``/``skip`` are regular expressions on id or title, ``tags`` any of."""
+
+    focus: str | None = None
+    skip: str | None = None
+    tags: frozenset[str] = frozenset()
+
+    def select(self, checks: Iterable[Check]) -> list[Check]:
+        unknown = self.tags - TAGS
+        if unknown:
+            raise UsageError(f"unknown tag(s) {', '.join(sorted(unknown))}", fix=f"use {', '.join(sorted(TAGS))}")
+        focus, skip = _pattern(self.focus, "--focus"), _pattern(self.skip, "--skip")
+        return [
+            check
+            for check in checks
+            if (focus is None or check.matches(focus))
+            and (skip is None or not check.matches(skip))
+            and (not self.tags or check.tags & self.tags)
+        ]
+
+
+def _pattern(text: str | None, flag: str) -> re.Pattern[str] | None:
+    if text is None:
+        return None
+    try:
+        return re.compile(text)
+    except re.error as err:
+        raise UsageError(f"{flag} {text!r} is not a regular expression: {err}", fix="fix the pattern") from err
+
+
+@attrs.frozen
+class CheckResult:
+    check: Check
+    result: str
+    """``passed``, ``failed`` or ``skipped``."""
+    seconds: float
+    reason: str = ""
+    warnings: tuple[str, ...] = ()
+    calls: tuple[CallRecord, ...] = ()
+    """The gRPC calls to the driver while the check ran (kept for failures)."""
+
+    @property
+    def id(self) -> str:
+        return self.check.id
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.check.id,
+            "title": self.check.title,
+            "tags": sorted(self.check.tags),
+            "reference": self.check.reference,
+            "result": self.result,
+            "seconds": round(self.seconds, 3),
+            "reason": self.reason,
+            "warnings": list(self.warnings),
+            "calls": [call.to_json() for call in self.calls],
+        }
+
+
+@attrs.frozen
+class SuiteResult:
+    capabilities: Capabilities
+    results: tuple[CheckResult, ...]
+    seconds: float
+    testbed: dict[str, Any]
+    driver_log: str = ""
+    """The end of the driver's log when a check failed (driver started by the suite only)."""
+
+    @property
+    def passed(self) -> bool:
+        return all(result.result != FAILED for result in self.results)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+    def by_id(self) -> dict[str, CheckResult]:
+        return {result.id: result for result in self.results}
+
+    def ids(self, result: str) -> list[str]:
+        return [r.id for r in self.results if r.result == result]
+
+    def to_json(self) -> dict[str, Any]:
+        counts = {outcome: len(self.ids(outcome)) for outcome in (PASSED, FAILED, SKIPPED)}
+        return {
+            "passed": self.passed,
+            "counts": counts,
+            "seconds": round(self.seconds, 3),
+            "capabilities": attrs.asdict(self.capabilities),
+            "testbed": self.testbed,
+            "checks": [result.to_json() for result in self.results],
+            "driverLog": self.driver_log,
+        }
+
+
+OnStart = Callable[[Check], None]
+OnResult = Callable[[CheckResult], None]
+
+
+async def run_suite(
+    target: Target,
+    options: SuiteOptions | None = None,
+    selection: Selection | None = None,
+    *,
+    on_start: OnStart | None = None,
+    on_result: OnResult | None = None,
+) -> SuiteResult:
+    """Stage a testbed, probe the driver, run the selected checks; the results in id order."""
+    options = options or SuiteOptions()
+    checks = (selection or Selection()).select(all_checks())
+    started = time.monotonic()
+    bed = Testbed(
+        TestbedOptions(
+            node_name=target.node_name,
+            kubeconfig=target.kubeconfig,
+            registry_dir=target.registry_dir,
+            cdi_root=target.cdi_root or (DEFAULT_CDI_ROOT if target.registry_dir is not None else None),
+            node=NodeOptions(pod_retry_period=POD_RETRY_PERIOD),
+            node_restricted=target.node_restricted,
+            keep=target.keep,
+        )
+    )
+    async with bed:
+        suite = _Suite(bed, target, options)
+        results = []
+        try:
+            await suite.start()
+            for check in checks:
+                if on_start is not None:
+                    on_start(check)
+                result = await suite.run(check)
+                results.append(result)
+                if on_result is not None:
+                    on_result(result)
+        finally:
+            await suite.finish()
+        failed = any(result.result == FAILED for result in results)
+        return SuiteResult(
+            capabilities=suite.capabilities,
+            results=tuple(results),
+            seconds=time.monotonic() - started,
+            testbed=bed.describe(),
+            driver_log=suite.driver.log_tail() if failed and suite.driver is not None else "",
+        )
+
+
+class _Suite:
+    """The state of one run: the testbed, the driver, what the probe learnt and the device class in use."""
+
+    def __init__(self, bed: Testbed, target: Target, options: SuiteOptions) -> None:
+        self.bed = bed
+        self.target = target
+        self.options = options
+        self.driver: DriverProcess | None = None
+        self.capabilities = Capabilities(
+            driver_name="",
+            endpoint="",
+            versions=(),
+            chosen_service="",
+            health=False,
+            can_restart=False,
+            embedded=bed.embedded,
+            reference=False,
+        )
+        self.device_class = options.device_class or DEVICE_CLASS
+        self._own_class = False
+        self._lost = ""
+        """Why the driver is gone for good (it died and could not be restored): later checks fail fast."""
+        self._restores = 0
+        self._had_slices = False
+
+    async def start(self) -> None:
+        if self.bed.node.startup_wipe is not None:
+            await self.bed.node.startup_wipe  # the driver's first slices must not fall to the node's startup wipe
+        if self.target.driver_cmd is not None:
+            spec = DriverSpec(self.target.driver_name, command=self.target.driver_cmd, label="driver")
+            self.driver = self.bed.driver_process(spec)
+            if self.target.node_restricted:
+                self._as_node(self.driver, spec)
+            await self.driver.start()
+        probe = Probe(self.bed, self.driver, self.target.driver_name, self.target.registration_timeout)
+        self.capabilities = await probe.run()
+        if not self.capabilities.registration_error:
+            await self._use_device_class()
+            self._had_slices = await self._wait_for_slices(self.target.registration_timeout)
+
+    def _as_node(self, driver: DriverProcess, spec: DriverSpec) -> None:
+        """With ``--node-restricted`` the driver gets the node's identity, as a DaemonSet pod's node-scoped
+        credentials, so the API server refuses its writes of other nodes' ResourceSlices."""
+        values = {**self.bed.placeholders(spec, driver.plugin_dir), "kubeconfig": str(self.bed.node_kubeconfig())}
+        driver.argv = command_words(spec.command, values, where="--driver-cmd") + list(spec.extra_args)
+
+    async def _use_device_class(self) -> None:
+        """The DeviceClass checks allocate from: the one named, one from a manifest file, or one for all devices."""
+        given = self.options.device_class
+        if given is None:
+            manifest = manifests.device_class(self.capabilities.driver_name, DEVICE_CLASS)
+        elif Path(given).is_file():
+            manifest = _device_class_file(Path(given))
+        else:
+            if await objects.get(self.bed.kube, "DeviceClass", given) is None:
+                raise UsageError(
+                    f"DeviceClass {given} does not exist",
+                    fix="name an existing DeviceClass or a manifest file, or leave out --device-class",
+                )
+            return
+        self.device_class = (await objects.apply(self.bed.kube, manifest))["metadata"]["name"]
+        self._own_class = True
+
+    async def _published(self) -> bool:
+        selector = f"spec.nodeName={self.bed.options.node_name},spec.driver={self.capabilities.driver_name}"
+        return bool(await objects.list_objects(self.bed.kube, "ResourceSlice", field_selector=selector))
+
+    async def _wait_for_slices(self, timeout: float) -> bool:
+        """Checks allocate from the driver's slices; give the driver a moment to publish them. Whether it did."""
+        with contextlib.suppress(StateError):  # the slice checks report it; allocating checks fail on their own
+            return await self.bed.until(self._published, timeout=timeout, what="ResourceSlices")
+        return False
+
+    async def finish(self) -> None:
+        if self._own_class:
+            await objects.delete(self.bed.kube, "DeviceClass", self.device_class)
+
+    def _unmet(self, check: Check) -> str:
+        have = {
+            RESTART: self.capabilities.can_restart,
+            EMBEDDED: self.capabilities.embedded,
+            HEALTH: self.capabilities.health,
+            REFERENCE: self.capabilities.reference,
+        }
+        return next((NEEDS[need] for need in sorted(check.needs) if not have[need]), "")
+
+    async def run(self, check: Check) -> CheckResult:
+        started = time.monotonic()
+        unmet = self._unmet(check)
+        if unmet:
+            return CheckResult(check, SKIPPED, 0.0, unmet)
+        if REGISTRATION_TAG not in check.tags:
+            problem = self.capabilities.registration_error or await self._ready()
+            if problem:
+                return CheckResult(check, FAILED, time.monotonic() - started, f"driver not registered: {problem}")
+        ctx = CheckContext(self.bed, self.driver, self.capabilities, self.options, self.device_class)
+        result, reason = PASSED, ""
+        try:
+            async with asyncio.timeout(self.options.check_timeout):
+                await check.run(ctx)
+        except CheckFailed as failure:
+            result, reason = FAILED, str(failure)
+        except CheckSkipped as skipped:
+            result, reason = SKIPPED, str(skipped)
+        except grpc.aio.AioRpcError as err:
+            result, reason = FAILED, f"a gRPC call failed: {err.code().name}: {err.details()}"
+        except TimeoutError:
+            result, reason = FAILED, f"did not finish within {self.options.check_timeout:g} s"
+        except Exception as err:  # a check that crashed is a failed check, with the crash for its author
+            result, reason = FAILED, f"{type(err).__name__}: {err}\n{traceback.format_exc(limit=-3)}"
+        calls = tuple(ctx.calls()) if self.bed.node_running else ()
+        problems = await self._clean_up(ctx)
+        if problems and result == PASSED:
+            result, reason = FAILED, "; ".join(problems)
+        elif problems:
+            ctx.warn("; ".join(problems))
+        return CheckResult(check, result, time.monotonic() - started, reason, tuple(ctx.warnings), calls)
+
+    async def _clean_up(self, ctx: CheckContext) -> list[str]:
+        """Every clean-up of the check; one that hangs is given up after a while and the rest still run."""
+        limit = min(CLEANUP_TIMEOUT, self.options.check_timeout)
+        problems: list[str] = []
+        for _ in range(CLEANUP_ROUNDS):
+            try:
+                async with asyncio.timeout(limit):
+                    return problems + await ctx.cleanup()
+            except TimeoutError:
+                problems.append(f"a clean-up step did not finish within {limit:g} s")
+        return problems
+
+    async def _ready(self) -> str:
+        """Make sure the node runs and the driver is registered and connected; why not, if it cannot."""
+        if self._lost:
+            return self._lost
+        name = self.capabilities.driver_name
+        if not self.bed.node_running:
+            await self.bed.start_node()
+        if self.bed.usable(name):
+            await self._restore_slices()
+            return ""
+        driver = self.driver
+        if driver is not None and not driver.running and self._restores < MAX_RESTORES:
+            self._restores += 1
+            await driver.start()
+        try:
+            await self.bed.until(lambda: self.bed.usable(name), timeout=self.target.registration_timeout, what=name)
+        except StateError:
+            state = "its process exited" if driver is not None and not driver.running else "it is not connected"
+            self._lost = f"{name} is no longer registered ({state}); it was before the previous checks"
+            if driver is not None:
+                self._lost += "; driver log: " + driver.log_tail(5).replace("\n", " | ")
+            return self._lost
+        await self._restore_slices()
+        return ""
+
+    async def _restore_slices(self) -> None:
+        """Give the next check the driver's slices back when an earlier check wiped them (a node restart, say)
+        and the driver did not republish: otherwise one missing republish fails every later check."""
+        if not self._had_slices or await self._published():
+            return
+        if await self._wait_for_slices(self.options.republish_within):
+            return
+        driver = self.driver
+        if driver is None or self._restores >= MAX_RESTORES:
+            return
+        self._restores += 1
+        with contextlib.suppress(StateError):  # the next check reports a driver that does not come back
+            await self.bed.restart_driver(driver, self.capabilities.driver_name, self.target.registration_timeout)
+            await self._wait_for_slices(self.target.registration_timeout)
+
+
+def _device_class_file(path: Path) -> dict[str, Any]:
+    """A DeviceClass manifest (YAML or JSON) from ``--device-class FILE``."""
+    try:
+        manifest = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise UsageError(
+            f"cannot read the DeviceClass manifest: {err}", where=str(path), fix="give a YAML file"
+        ) from err
+    if (
+        not isinstance(manifest, dict)
+        or manifest.get("kind") != "DeviceClass"
+        or not manifest.get("metadata", {}).get("name")
+    ):
+        raise UsageError(
+            "the file is not a DeviceClass manifest with a name",
+            where=str(path),
+            fix="kind: DeviceClass, metadata.name",
+        )
+    return manifest

@@ -1,0 +1,59 @@
+"""The LIF checks against drivers that break a restart rule no fault knob covers (the reference driver
+wrapped in a shell that refuses to start in some situation, as badly written drivers do), and against
+a driver that was already running, which the suite cannot restart."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubelet_dra.conformance.context import SuiteOptions
+from kubelet_dra.conformance.framework import EMBEDDED, NEEDS, RESTART, all_checks
+from kubelet_dra.conformance.runner import Selection, Target, run_suite
+from kubelet_dra.junit import FAILED, SKIPPED
+from kubelet_dra.testbed import DriverSpec, Testbed
+
+from .reference import GPU, REFERENCE
+
+
+def wrapped(script: str) -> str:
+    """The reference driver started by ``sh -c script``, which ends with ``exec "$0" "$@"`` (the driver)."""
+    return f'sh -c \'{script}; exec "$0" "$@"\' {REFERENCE}'
+
+
+STALE_SOCKET = wrapped(f"if test -S {{registry_dir}}/{GPU}-reg.sock; then echo stale socket >&2; exit 3; fi")
+"""Exits when its registration socket is still there: cannot come back after a crash (SIGKILL)."""
+ONCE = wrapped("if test -e {plugin_dir}/started; then echo started before >&2; exit 4; fi; touch {plugin_dir}/started")
+"""Starts only once: cannot come back after any restart."""
+
+
+@pytest.mark.parametrize(
+    ("command", "focus", "failing", "reason"),
+    [
+        (STALE_SOCKET, r"^LIF-00[346]$", {"LIF-006"}, "its process exited with code 3"),
+        (ONCE, r"^LIF-004$", {"LIF-004"}, "its process exited with code 4"),
+    ],
+    ids=["stale-socket", "once"],
+)
+async def test_a_driver_that_cannot_come_back_fails_the_restart_check(
+    command: str, focus: str, failing: set[str], reason: str
+) -> None:
+    suite = await run_suite(Target(driver_cmd=command), SuiteOptions(check_timeout=15), Selection(focus=focus))
+    assert set(suite.ids(FAILED)) == failing, {r.id: r.reason for r in suite.results}
+    for check_id in failing:
+        assert reason in suite.by_id()[check_id].reason
+
+
+async def test_an_already_running_driver_passes_and_the_restart_checks_skip_with_the_reason() -> None:
+    async with Testbed() as outer:
+        await outer.add_driver(DriverSpec(GPU, extra_args=("--devices", "4", "--republish-delay", "1")))
+        target = Target(
+            registry_dir=str(outer.registry_dir), kubeconfig=str(outer.kubeconfig), cdi_root=str(outer.cdi_root)
+        )
+        suite = await run_suite(target, selection=Selection(focus=r"^(PRE|UNP|CDI|LIF)-"))
+    assert suite.ids(FAILED) == [], {r.id: r.reason for r in suite.results if r.result == FAILED}
+    skipped = {r.id: r.reason for r in suite.results if r.result == SKIPPED}
+    restart = {c.id for c in all_checks() if RESTART in c.needs}
+    assert set(skipped) == restart | {"LIF-009"}, skipped
+    assert {skipped[check_id] for check_id in restart} == {NEEDS[RESTART]}
+    assert skipped["LIF-009"] == NEEDS[EMBEDDED]
+    assert suite.by_id()["LIF-007"].result == "passed", "the node restart needs no driver restart"

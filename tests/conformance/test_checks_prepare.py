@@ -1,0 +1,20 @@
+"""The PRE/UNP/CDI/LIF checks against a one-device driver (a node with one GPU is a fair target): checks that
+need more devices skip and say so, every other check passes."""
+
+from __future__ import annotations
+
+from kubelet_dra.conformance.context import SuiteOptions
+from kubelet_dra.conformance.runner import Selection, Target, run_suite
+from kubelet_dra.junit import FAILED, SKIPPED
+
+from .reference import REFERENCE
+
+
+async def test_checks_needing_more_devices_skip_on_a_one_device_node() -> None:
+    suite = await run_suite(
+        Target(driver_cmd=f"{REFERENCE} --devices 1"), SuiteOptions(), Selection(focus=r"^(PRE|UNP|CDI|LIF)-")
+    )
+    assert suite.ids(FAILED) == [], {r.id: r.reason for r in suite.results if r.result == FAILED}
+    skipped = {r.id: r.reason for r in suite.results if r.result == SKIPPED}
+    assert set(skipped) == {"CDI-002", "CDI-005", "LIF-001", "LIF-002", "PRE-003", "PRE-004", "PRE-008", "UNP-005"}
+    assert all(reason.startswith("needs ") and reason.endswith("its slices list 1") for reason in skipped.values())

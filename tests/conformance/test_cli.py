@@ -1,0 +1,107 @@
+"""``kubelet-dra conformance`` as CI runs it: a real subprocess, real exit codes, JSON and JUnit output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from .reference import REFERENCE, with_fault
+
+
+def conformance(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kubelet_dra", "conformance", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_list_shows_the_selected_checks_with_tags_and_references():
+    result = conformance("--list", "--tags", "registration", "--output", "json")
+    assert result.returncode == 0, result.stderr
+    listed = json.loads(result.stdout)
+    assert {c["id"] for c in listed} >= {"REG-001", "REG-012", "VER-004"}
+    assert all("registration" in c["tags"] and c["reference"] for c in listed)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "give either --driver-cmd or --registry-dir"),
+        (("--registry-dir", "/tmp"), "--registry-dir needs --kubeconfig"),
+        (("--driver-cmd", "x", "--kubeconfig", "k"), "--kubeconfig goes with --registry-dir"),
+        (("--driver-cmd", "x", "--focus", "("), "--focus '(' is not a regular expression"),
+        (("--driver-cmd", "x", "--tags", "gpu"), "unknown tag(s) gpu"),
+        (("--driver-cmd", "drv --node {nodename}"), "unknown placeholder {nodename}"),
+        (("--driver-cmd", "x", "--idempotency-count", "0"), "must be at least 1"),
+        (("--registry-dir", "/r", "--kubeconfig", "k", "--node-restricted"), "only with the embedded API server"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(args: tuple[str, ...], message: str):
+    result = conformance(*args)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_passing_run_exits_0_with_json_and_junit(tmp_path: Path):
+    report = tmp_path / "conformance.xml"
+    result = conformance(
+        "--driver-cmd", REFERENCE, "--focus", "^(REG-00[1-4]|SLC-001|VER-00[18])$", "--output", "json",
+        "--junit", str(report),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    document = json.loads(result.stdout)
+    assert document["passed"] and document["counts"] == {"passed": 6, "failed": 0, "skipped": 1}
+    assert document["capabilities"]["driver_name"] == "gpu.example.com"
+    suite = ET.parse(report).getroot()
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("7", "0", "1")
+    names = [case.get("name", "") for case in suite.iter("testcase")]
+    assert names[0].startswith("REG-001 ") and any(name.startswith("VER-008 ") for name in names)
+    assert {case.get("classname") for case in suite.iter("testcase")} == {
+        "conformance.REG",
+        "conformance.SLC",
+        "conformance.VER",
+    }
+
+
+def test_failing_run_exits_1_and_shows_the_failed_checks_calls(tmp_path: Path):
+    report = tmp_path / "conformance.xml"
+    result = conformance(
+        "--driver-cmd", with_fault("serve-advertised-name"), "--focus", "^VER-00[13]$", "--junit", str(report),
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout + result.stderr
+    out = result.stdout
+    assert "VER-001" in out and "VER-003" in out and "failed" in out
+    assert "k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources → UNIMPLEMENTED" in out
+    assert "v1.DRAPlugin/NodePrepareResources → OK" in out, "VER-003's call shows the driver served the wrong name"
+    assert "last lines of the driver's log" in out
+    failures = ET.parse(report).getroot().findall("testcase/failure")
+    assert len(failures) == 2 and "UNIMPLEMENTED" in (failures[0].text or "")
+
+
+def test_the_pytest_plugin_makes_each_check_a_test(tmp_path: Path):
+    report = tmp_path / "pytest.xml"
+    plugin = (
+        "-p",
+        "kubelet_dra.conformance.pytest_plugin",
+        "--pyargs",
+        "kubelet_dra.conformance",
+        "-p",
+        "no:cacheprovider",
+    )
+    command = [sys.executable, "-m", "pytest", *plugin, "-k", "REG-001 or REG-004", f"--junitxml={report}"]
+    broken = subprocess.run(
+        [*command, "--driver-cmd", with_fault("getinfo-type", "CSIPlugin")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    assert "1 failed, 1 passed" in broken.stdout
+    assert "GetInfo type is 'CSIPlugin'" in broken.stdout
+    cases = {case.get("name"): case for case in ET.parse(report).getroot().iter("testcase")}
+    assert cases["test_check[REG-004]"].find("failure") is not None
+    untargeted = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert untargeted.returncode == 0 and "2 skipped" in untargeted.stdout, untargeted.stdout
