@@ -10,9 +10,8 @@ from kubelet_dra.conformance.context import SuiteOptions
 from kubelet_dra.conformance.framework import EMBEDDED, NEEDS, RESTART, all_checks
 from kubelet_dra.conformance.runner import Selection, Target, run_suite
 from kubelet_dra.junit import FAILED, SKIPPED
-from kubelet_dra.testbed import DriverSpec, Testbed
 
-from .reference import GPU, REFERENCE
+from .reference import GPU, REFERENCE, already_running
 
 
 def wrapped(script: str) -> str:
@@ -44,11 +43,7 @@ async def test_a_driver_that_cannot_come_back_fails_the_restart_check(
 
 
 async def test_an_already_running_driver_passes_and_the_restart_checks_skip_with_the_reason() -> None:
-    async with Testbed() as outer:
-        await outer.add_driver(DriverSpec(GPU, extra_args=("--devices", "4", "--republish-delay", "1")))
-        target = Target(
-            registry_dir=str(outer.registry_dir), kubeconfig=str(outer.kubeconfig), cdi_root=str(outer.cdi_root)
-        )
+    async with already_running() as target:
         suite = await run_suite(target, selection=Selection(focus=r"^(PRE|UNP|CDI|LIF)-"))
     assert suite.ids(FAILED) == [], {r.id: r.reason for r in suite.results if r.result == FAILED}
     skipped = {r.id: r.reason for r in suite.results if r.result == SKIPPED}

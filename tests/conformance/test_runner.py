@@ -14,9 +14,9 @@ from kubelet_dra.conformance.context import CheckContext, SuiteOptions
 from kubelet_dra.conformance.framework import CHECKS, NEEDS, RESTART, all_checks, check
 from kubelet_dra.conformance.runner import REGISTRATION_TAG, Selection, Target, run_suite
 from kubelet_dra.errors import UsageError
-from kubelet_dra.testbed import DriverSpec, Testbed, objects
+from kubelet_dra.testbed import objects
 
-from .reference import GPU, REFERENCE, with_fault
+from .reference import GPU, REFERENCE, already_running, with_fault
 
 MINE = r"^(REG|VER|SLC)-"
 
@@ -103,11 +103,7 @@ async def test_verdicts_timeouts_crashes_and_clean_up_between_checks(probe_check
 
 
 async def test_an_already_running_driver_is_checked_and_restart_checks_skip(probe_checks):
-    async with Testbed() as outer:
-        await outer.add_driver(DriverSpec(GPU, extra_args=("--republish-delay", "1")))
-        target = Target(
-            registry_dir=str(outer.registry_dir), kubeconfig=str(outer.kubeconfig), cdi_root=str(outer.cdi_root)
-        )
+    async with already_running() as target:
         suite = await run_suite(target, selection=Selection(focus=r"^(REG-00[1-5]|SLC-001|ZZZ-905)"))
     results = suite.by_id()
     assert results["ZZZ-905"].result == "skipped"
