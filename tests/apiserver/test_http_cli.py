@@ -50,9 +50,13 @@ def processes() -> Iterator[list[Process]]:
     started: list[Process] = []
     yield started
     for process in started:
-        if process.popen.poll() is None:
-            process.popen.kill()
-            process.popen.wait()
+        if process.popen.poll() is None:  # SIGTERM first: a stopped server removes its temp dir
+            process.popen.send_signal(signal.SIGTERM)
+            try:
+                process.popen.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.popen.kill()
+                process.popen.wait()
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:

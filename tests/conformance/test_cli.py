@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .reference import REFERENCE, with_fault
+from .reference import REFERENCE, already_running, with_fault
 
 
 def conformance(*args: str) -> subprocess.CompletedProcess[str]:
@@ -66,6 +67,25 @@ def test_passing_run_exits_0_with_json_and_junit(tmp_path: Path):
         "conformance.SLC",
         "conformance.VER",
     }
+
+
+async def test_a_running_driver_is_checked_through_its_registry_dir_and_kubeconfig():
+    async with already_running() as target:
+        assert target.registry_dir and target.kubeconfig and target.cdi_root
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "kubelet_dra", "conformance", "--registry-dir", target.registry_dir,
+            "--kubeconfig", target.kubeconfig, "--cdi-root", target.cdi_root,
+            "--focus", "^(REG-00[2-4]|PRE-002|CDI-002|LIF-004)$", "--output", "json",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        stdout, stderr = await asyncio.wait_for(process.communicate(), 120)
+    assert process.returncode == 0, stdout.decode() + stderr.decode()
+    document = json.loads(stdout)
+    results = {result["id"]: result for result in document["checks"]}
+    assert {key for key, result in results.items() if result["result"] == "passed"} == {
+        "REG-002", "REG-003", "REG-004", "PRE-002", "CDI-002",
+    }  # fmt: skip
+    assert results["LIF-004"]["result"] == "skipped" and "restart" in results["LIF-004"]["reason"]
 
 
 def test_failing_run_exits_1_and_shows_the_failed_checks_calls(tmp_path: Path):
