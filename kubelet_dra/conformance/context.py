@@ -239,7 +239,7 @@ class CheckContext:
                 if call.driver == self.driver_name
                 and call.method.endswith("/NodePrepareResources")
                 and claims & {claim.get("name") for claim in call.request.get("claims") or []}
-                and _call_failed(call)
+                and call_failed(call)
             ]
             if failed:
                 self.fail(f"the node could not prepare the claims of pod {name}: {await self.pod_events(pod)}")
@@ -295,7 +295,7 @@ def claim_ref(claim: dict[str, Any]) -> dra_v1_pb2.Claim:
     return dra_v1_pb2.Claim(namespace=meta.get("namespace", "default"), name=meta["name"], uid=meta["uid"])
 
 
-def _call_failed(call: CallRecord) -> bool:
+def call_failed(call: CallRecord) -> bool:
     """A call that failed as a whole, or answered an error for one of its claims."""
     if call.status != "OK" or not isinstance(call.response, dict):
         return True

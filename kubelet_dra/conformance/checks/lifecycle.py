@@ -18,7 +18,7 @@ from typing import Any
 
 from kubelet_dra.conformance.checks.prepare import claim_label, device_summary, prepared, require_devices
 from kubelet_dra.conformance.checks.unprepare import unprepared
-from kubelet_dra.conformance.context import POD_TIMEOUT, CheckContext
+from kubelet_dra.conformance.context import POD_TIMEOUT, CheckContext, call_failed
 from kubelet_dra.conformance.framework import EMBEDDED, RESTART, check
 from kubelet_dra.errors import StateError
 from kubelet_dra.plugins import PluginInstance
@@ -117,7 +117,7 @@ async def finish(ctx: CheckContext, pods: list[dict[str, Any]], claims: list[Map
         failed = [
             f"{call.status} {call.details}".strip() if call.status != "OK" else str(call.response)
             for call in ctx.calls("NodeUnprepareResources")
-            if call.status != "OK" or any(e.get("error") for e in (call.response or {}).get("claims", {}).values())
+            if call_failed(call)
         ]
         if failed:
             ctx.fail(f"the node's NodeUnprepareResources failed (the pod stays Terminating, F15): {failed[0]}")
