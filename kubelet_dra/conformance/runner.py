@@ -273,8 +273,6 @@ class _Suite:
         self._had_slices = False
 
     async def start(self) -> None:
-        if self.bed.node.startup_wipe is not None:
-            await self.bed.node.startup_wipe  # the driver's first slices must not fall to the node's startup wipe
         if self.target.driver_cmd is not None:
             spec = DriverSpec(self.target.driver_name, command=self.target.driver_cmd, label="driver")
             self.driver = self.bed.driver_process(spec)

@@ -179,12 +179,16 @@ class Testbed:
         return self._node is not None
 
     async def start_node(self) -> Node:
-        """Start the simulated kubelet: it loads its checkpoint and wipes the node's slices, as after a restart."""
+        """Start the simulated kubelet: it loads its checkpoint and wipes the node's slices, as after a restart.
+        Returns once that start-up wipe is over, so what comes next (a driver's first slices, an expectation
+        that slices came back) never races it."""
         if self._node is None:
             options = attrs.evolve(self.options.node, state_dir=str(self.state_dir))
             node = Node(self.options.node_name, str(self.registry_dir), kube=self.kube, options=options)
             await node.__aenter__()
             self._node = node
+            if node.startup_wipe is not None:
+                await node.startup_wipe
         return self._node
 
     async def stop_node(self) -> None:

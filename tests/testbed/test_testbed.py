@@ -82,6 +82,14 @@ async def test_node_restart_keeps_calls_and_reregisters():
         assert len(bed.calls()) >= len(first.recorder.records())
 
 
+async def test_restart_node_returns_after_its_start_up_wipe():
+    async with Testbed(TestbedOptions(control_plane=False)) as bed:
+        await bed.add_driver(DriverSpec(GPU, extra_args=("--fault-no-republish", "true")))
+        await bed.until(lambda: objects.list_objects(bed.kube, "ResourceSlice"), timeout=20, what="slices")
+        await bed.restart_node()
+        assert await objects.list_objects(bed.kube, "ResourceSlice") == [], "the node's stale slices are gone"
+
+
 async def test_apiserver_restart_keeps_objects_and_address():
     async with Testbed(TestbedOptions(control_plane=False)) as bed:
         url = bed.apiserver.url

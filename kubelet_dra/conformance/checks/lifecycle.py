@@ -231,9 +231,7 @@ async def crash(ctx: CheckContext) -> None:
 )
 async def node_restart(ctx: CheckContext) -> None:
     restore(ctx)
-    node = await ctx.bed.restart_node()
-    if node.startup_wipe is not None:
-        await node.startup_wipe
+    node = await ctx.bed.restart_node()  # returns after its start-up wipe
     await registered(ctx, "after the kubelet restarted")
 
     def registration() -> bool:
