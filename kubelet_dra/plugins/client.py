@@ -9,6 +9,7 @@ line about it and in its record. Each unary call is also timed into the node's
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import time
 from collections.abc import Callable
@@ -26,6 +27,8 @@ from kubelet_dra.metrics import DRAMetrics
 from kubelet_dra.plugins.recorder import CallRecord, CallRecorder, message_json
 
 DEFAULT_CALL_TIMEOUT = 45.0
+CONNECTION_CLOSING = "grpc: the client connection is closing"
+"""What Go's gRPC client answers (code CANCELLED) for a call whose connection is closed under it."""
 
 _request_ids = itertools.count(1)
 
@@ -113,9 +116,16 @@ class DRAClient:
             code, details = err.code(), err.details() or ""
             log.v(6).info("Call failed", status=code.name, details=details)
             raise
-        except BaseException:
-            code, details = grpc.StatusCode.CANCELLED, "call cancelled by kubelet-dra"
-            raise
+        except asyncio.CancelledError:
+            code = grpc.StatusCode.CANCELLED
+            if _cancelled_by_caller():
+                details = "call cancelled by kubelet-dra"
+                raise
+            # The instance was unregistered and its channel closed during the call: a gRPC error, as in Go,
+            # so callers handle it like any failed call instead of being cancelled themselves.
+            details = CONNECTION_CLOSING
+            log.v(6).info("Call failed", status=code.name, details=details)
+            raise grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details) from None
         else:
             answer = message_json(response)
             log.v(6).info("Call done", response=answer)
@@ -151,3 +161,9 @@ class DRAClient:
                 duration=time.monotonic() - clock,
             )
         )
+
+
+def _cancelled_by_caller() -> bool:
+    """Whether the running task itself is being cancelled (rather than only the gRPC call under it)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0

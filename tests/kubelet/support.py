@@ -110,6 +110,8 @@ def dra_servicer(service: Service, driver: TinyDriver) -> object:
     class Servicer(service.servicer):  # type: ignore[misc,name-defined]
         async def NodePrepareResources(self, request, context):
             driver.calls.append((service.advertised, "NodePrepareResources", request))
+            driver.changed()
+            await asyncio.sleep(driver.prepare_delay)
             response = service.message_class("NodePrepareResourcesResponse")()
             for claim in request.claims:
                 device = response.claims[claim.uid].devices.add(pool_name="pool", device_name=f"dev-{claim.uid}")
@@ -160,6 +162,7 @@ class TinyDriver:
     service_socket_name: str = "dra.sock"
     get_info_error: grpc.StatusCode | None = None
     get_info_delay: float = 0.0
+    prepare_delay: float = 0.0
     notify_error: str = ""
     statuses: list[tuple[bool, str]] = attrs.field(factory=list)
     _changed: asyncio.Event = attrs.field(factory=asyncio.Event)

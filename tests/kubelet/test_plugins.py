@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Callable
@@ -193,6 +194,27 @@ async def test_connection_loss_and_reconnect_without_deregistration(node_factory
         driver._servers.remove(service)
         await driver.start_service()
         await node.wait_for(connected(node, driver.name), timeout=15)
+
+
+async def test_a_call_whose_instance_is_unregistered_fails_like_in_go(node_factory, make_driver):
+    """Deregistration closes the channel under a running call: the caller gets CANCELLED, not cancelled itself."""
+    driver = make_driver(prepare_delay=30)
+    async with node_factory() as node:
+        await driver.start()
+        await node.wait_for(connected(node, driver.name))
+        client = node.plugins.get_plugin(driver.name).client
+        request = dra_v1_pb2.NodePrepareResourcesRequest(claims=[CLAIM])
+        call = asyncio.create_task(client.node_prepare_resources(request))
+        await driver.until(lambda: driver.calls)
+        driver.registration_socket.unlink()  # the node unregisters the driver and closes its connection
+
+        with pytest.raises(grpc.aio.AioRpcError) as failure:
+            await asyncio.wait_for(call, timeout=10)
+        assert failure.value.code() is grpc.StatusCode.CANCELLED
+        assert failure.value.details() == "grpc: the client connection is closing"
+        (record,) = node.recorder.records(method="NodePrepareResources")
+        assert (record.status, record.details) == ("CANCELLED", "grpc: the client connection is closing")
+        assert node.instances(driver.name) == []
 
 
 def report(*devices: tuple[str, int, int, str]) -> health_pb2.NodeWatchResourcesResponse:
