@@ -30,6 +30,7 @@ from kubelet_dra.kube.client import KubeClient
 from kubelet_dra.log import get_logger
 from kubelet_dra.node import Node, NodeOptions
 from kubelet_dra.plugins import CallRecord, PluginInstance
+from kubelet_dra.registration import SocketPhase
 from kubelet_dra.testbed.drivers import DriverProcess, DriverSpec
 
 T = TypeVar("T")
@@ -245,9 +246,16 @@ class Testbed:
         return process
 
     def usable(self, driver_name: str, *, replacing: Sequence[PluginInstance] = ()) -> bool:
-        """Whether the node can call the driver; with ``replacing`` (its instances before a driver restart),
-        through an instance registered since: a killed driver's old one looks connected until the node
-        notices, and its socket path answers "connection refused" meanwhile."""
+        """Whether the node can call the driver and its registration has settled; with ``replacing`` (its
+        instances before a driver restart), through an instance registered since: a killed driver's old one
+        looks connected until the node notices, and its socket path answers "connection refused" meanwhile.
+
+        Settled: no handshake running and no socket waiting to be unregistered. A retry of a stale socket
+        can register the new process under the old socket's incarnation; the node then unregisters that
+        instance (closing its connection under any call) and registers the socket again."""
+        unsettled = (SocketPhase.IN_PROGRESS, SocketPhase.UNREGISTERING)
+        if any(state.phase in unsettled for state in self.node.registrations()):
+            return False
         return any(
             instance.connected and all(instance is not old for old in replacing)
             for instance in self.node.plugins.instances(driver_name)
