@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import socket
 
 import aiohttp
@@ -42,6 +43,37 @@ async def test_run_prepares_runs_and_finishes_deleted_pods(env: NodeEnv) -> None
         code = await run.stop()
     assert code == 0
     assert not any("Traceback" in line for line in run.lines), run.lines
+
+
+async def test_run_killed_after_the_checkpoint_unprepares_through_the_driver_when_started_again(env: NodeEnv) -> None:
+    """SIGKILL after prepare; the pod is deleted while the node is down; the next ``run`` on the same root dir
+    reads the checkpoint, unprepares the claim through the driver (its CDI spec goes) and finishes the pod."""
+    flags = ("run", "--node-name", env.node_name, "--registry-dir", str(env.registry), "--kubeconfig")
+    flags += (str(env.kubeconfig), "--pod-retry-period", "0.2")
+    first = await KubeletDRAProcess.start(*flags)
+    await first.wait_line("Plugin Watcher Start")
+    await env.spawn_driver()
+    pod = await env.pod_with_claim()
+    await first.wait_line('msg="Prepared dynamic resources"')
+    cdi_specs = list((env.root / "cdi").glob("*device_[0-9a-f]*-*.json"))
+    assert len(cdi_specs) == 1, cdi_specs
+    first.proc.kill()
+    assert await first.wait() == -signal.SIGKILL
+
+    await env.delete_pod(pod)
+    assert await env.get_pod(pod) is not None, "a bound pod waits for its node to finish the deletion"
+    second = await KubeletDRAProcess.start(*flags)
+    try:
+        await second.wait_line('msg="Unprepared dynamic resources"')
+
+        async def deleted() -> bool:
+            return await env.get_pod(pod) is None
+
+        assert await eventually(deleted, timeout=10), second.lines
+        assert not cdi_specs[0].exists(), "the driver was not asked to unprepare the claim"
+        assert pod["metadata"]["uid"] not in (env.root / "dra_manager_state").read_text()
+    finally:
+        assert await second.stop() == 0
 
 
 async def test_run_rejects_a_reconcile_period_that_is_not_positive(env: NodeEnv) -> None:
