@@ -30,11 +30,12 @@ def line(result: StepResult) -> str:
 def summary(results: Sequence[ScenarioResult]) -> Table:
     passed = sum(result.passed for result in results)
     table = Table(title=f"kubelet-dra replay: {passed} of {len(results)} scenario(s) passed")
-    table.add_column("Scenario")
+    # Names fold rather than end in "…": two scenarios that share a long prefix must stay apart.
+    table.add_column("Scenario", overflow="fold")
     table.add_column("Result")
     table.add_column("Expectations", justify="right")
-    table.add_column("Took", justify="right")
-    table.add_column("First broken")
+    table.add_column("Took", justify="right", no_wrap=True)
+    table.add_column("First broken", overflow="fold")
     for result in results:
         expectations = [step for step in result.results if step.kind == EXPECTATION]
         held = sum(step.result == junit.PASSED for step in expectations)
