@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import attrs
 
@@ -27,6 +27,7 @@ from kubelet_dra.plugins import CallRecord
 from kubelet_dra.plugins.client import DRAClient
 from kubelet_dra.testbed import DriverProcess, Testbed, manifests, objects
 
+T = TypeVar("T")
 POD_TIMEOUT = 20.0
 CONSUMER_GROUP = "kubelet-dra.dev"
 CONSUMER_RESOURCE = "conformancechecks"
@@ -74,6 +75,8 @@ class CheckContext:
     capabilities: Capabilities
     options: SuiteOptions
     device_class: str
+    observations: dict[str, object] = attrs.Factory(dict)
+    """What ``observe`` saw in this run, shared by every check of the run."""
     warnings: list[str] = attrs.Factory(list)
     _cleanups: list[Callable[[], Awaitable[object]]] = attrs.Factory(list)
     _first_call: int = 0
@@ -111,6 +114,20 @@ class CheckContext:
     def warn(self, message: str) -> None:
         """Something to tell the driver's author that does not fail the check."""
         self.warnings.append(message)
+
+    async def observe(self, key: str, make: Callable[[], Awaitable[T]]) -> T:
+        """A slow, disruptive event that several checks judge (one kubelet restart and the driver's republish
+        after it), brought about by the first check that asks and shared with the later ones, so a run pays
+        for it once. When bringing it about fails the check, every check that asks fails the same way."""
+        if key not in self.observations:
+            try:
+                self.observations[key] = await make()
+            except CheckFailed as failure:
+                self.observations[key] = failure
+        seen = self.observations[key]
+        if isinstance(seen, CheckFailed):
+            raise CheckFailed(str(seen))
+        return seen  # type: ignore[return-value]
 
     # --- clean-up ---
 
@@ -288,6 +305,11 @@ class CheckContext:
         started = time.monotonic()
         result = await work
         return result, time.monotonic() - started
+
+
+def pool_devices(slices: Sequence[dict[str, Any]]) -> frozenset[tuple[str, str]]:
+    """(pool, device) of every device in ``slices``."""
+    return frozenset((s["spec"]["pool"]["name"], d["name"]) for s in slices for d in s["spec"].get("devices") or [])
 
 
 def claim_ref(claim: dict[str, Any]) -> dra_v1_pb2.Claim:

@@ -271,6 +271,8 @@ class _Suite:
         """Why the driver is gone for good (it died and could not be restored): later checks fail fast."""
         self._restores = 0
         self._had_slices = False
+        self.observations: dict[str, object] = {}
+        """What checks observed for later checks to judge too (``CheckContext.observe``)."""
 
     async def start(self) -> None:
         if self.target.driver_cmd is not None:
@@ -340,7 +342,7 @@ class _Suite:
             problem = self.capabilities.registration_error or await self._ready()
             if problem:
                 return CheckResult(check, FAILED, time.monotonic() - started, f"driver not registered: {problem}")
-        ctx = CheckContext(self.bed, self.driver, self.capabilities, self.options, self.device_class)
+        ctx = CheckContext(self.bed, self.driver, self.capabilities, self.options, self.device_class, self.observations)
         result, reason = PASSED, ""
         try:
             async with asyncio.timeout(self.options.check_timeout):

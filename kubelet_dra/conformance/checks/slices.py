@@ -7,18 +7,17 @@ re-create them after a wipe, and prepare exactly the devices they describe.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections import defaultdict
 from typing import Any
 
-from kubelet_dra.conformance.context import CheckContext
+from kubelet_dra.conformance.checks.lifecycle import kubelet_restart
+from kubelet_dra.conformance.context import CheckContext, pool_devices
 from kubelet_dra.conformance.framework import check
 from kubelet_dra.testbed import objects
 
 TAGS = ("slices",)
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-POLL = 0.1
 HELPER_SYNC_DELAY = 30.0
 """The kubeletplugin helper re-creates wiped slices after this sync delay (SPEC F14): slower earns a warning."""
 SYNC_SLACK = 5.0
@@ -42,15 +41,10 @@ async def _all(ctx: CheckContext) -> list[dict[str, Any]]:
     return await objects.list_objects(ctx.bed.kube, "ResourceSlice", field_selector=f"spec.driver={ctx.driver_name}")
 
 
-def _devices(slices: list[dict[str, Any]]) -> set[tuple[str, str]]:
-    """(pool, device) of every device in ``slices``."""
-    return {(s["spec"]["pool"]["name"], d["name"]) for s in slices for d in s["spec"].get("devices") or []}
-
-
 @check("SLC-001", "ResourceSlices are published for this node", tags=TAGS, reference="SPEC §6.6 C15, §3.6")
 async def published(ctx: CheckContext) -> None:
     slices = await _own(ctx)
-    ctx.expect(_devices(slices), "the driver's slices for this node list no devices")
+    ctx.expect(pool_devices(slices), "the driver's slices for this node list no devices")
 
 
 @check(
@@ -130,34 +124,16 @@ async def own_node_only(ctx: CheckContext) -> None:
     ctx.expect(not others, f"slices for other nodes: {', '.join(others)} (the node authorizer rejects these)")
 
 
-async def _wipe_and_wait(ctx: CheckContext) -> tuple[set[tuple[str, str]], set[tuple[str, str]], float]:
-    """Delete the node's slices of the driver as the kubelet's wipe does; (before, after, seconds until back)."""
-    before = await _own(ctx)
-    for item in before:
-        await objects.delete(ctx.bed.kube, "ResourceSlice", _key(item))
-    old = {_key(item) for item in before}
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    while True:
-        current = [item for item in await ctx.slices() if _key(item) not in old]
-        if current and _devices(current) >= _devices(before):
-            return _devices(before), _devices(current), loop.time() - started
-        if loop.time() - started > ctx.options.republish_within:
-            ctx.fail(
-                f"the wiped slices were not published again within {ctx.options.republish_within:g} s"
-                f" (found {len(current)} new slice(s)); the kubelet wipes them at every start"
-            )
-        await asyncio.sleep(POLL)
-
-
 @check(
     "SLC-006",
-    "wiped slices are published again within the limit (--republish-within)",
+    "slices wiped at a kubelet start are published again within the limit (--republish-within)",
     tags=(*TAGS, "disruptive", "slow"),
     reference="SPEC §6.6 C15, §7 F14, USERS #10",
 )
 async def republished(ctx: CheckContext) -> None:
-    _, _, seconds = await _wipe_and_wait(ctx)
+    restart = await kubelet_restart(ctx)
+    restart.expect_republished(ctx)
+    seconds = restart.republished_after or 0.0
     if seconds > HELPER_SYNC_DELAY + SYNC_SLACK:
         ctx.warn(f"slices came back after {seconds:.1f} s (the kubeletplugin helper: {HELPER_SYNC_DELAY:g} s)")
 
@@ -169,7 +145,9 @@ async def republished(ctx: CheckContext) -> None:
     reference="SPEC §6.6 C15, §3.6",
 )
 async def republished_same(ctx: CheckContext) -> None:
-    before, after, _ = await _wipe_and_wait(ctx)
+    restart = await kubelet_restart(ctx)
+    restart.expect_republished(ctx)
+    before, after = restart.before, restart.after
     ctx.expect(after == before, f"before the wipe {sorted(before - after)} were published, after it {sorted(after)}")
 
 
@@ -180,7 +158,7 @@ async def republished_same(ctx: CheckContext) -> None:
     reference="SPEC §4.2, §6.6 C11",
 )
 async def prepared_devices_published(ctx: CheckContext) -> None:
-    published = _devices(await _own(ctx))
+    published = pool_devices(await _own(ctx))
     claim = await ctx.allocated_claim(1)
     uid = claim["metadata"]["uid"]
     results = claim["status"]["allocation"]["devices"]["results"]
@@ -201,7 +179,7 @@ async def prepared_devices_published(ctx: CheckContext) -> None:
     reference="SPEC §3.6, §6.6 C15",
 )
 async def all_devices_preparable(ctx: CheckContext) -> None:
-    published = _devices(await _own(ctx))
+    published = pool_devices(await _own(ctx))
     claim = await ctx.allocated_claim(len(published))
     uid = claim["metadata"]["uid"]
     result = (await ctx.prepare(claim)).claims.get(uid)
