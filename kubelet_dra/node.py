@@ -82,6 +82,8 @@ class NodeOptions:
     handshake: HandshakeTimeouts = attrs.field(factory=HandshakeTimeouts)
     register_node: bool = True
     """Create the Node object in the API server when it does not exist."""
+    dry_run_wipes: bool = False
+    """Count the ResourceSlices each wipe would delete instead of deleting them (a real kubelet owns them)."""
     state_dir: str | None = None
     """Run the pods bound to the node, with the DRA manager's checkpoint (``dra_manager_state``) in this
     dir; ``None``: registration only. Needs an API server."""
@@ -119,7 +121,11 @@ class Node:
         self.health = (
             HealthCache(clock=self._clock.time, log=self._log, state_dir=options.state_dir) if options.health else None
         )
-        self.wiper = ResourceSliceWiper(self.kube, node_name, sleep=self._clock.sleep, rng=rng) if self.kube else None
+        self.wiper = (
+            ResourceSliceWiper(self.kube, node_name, sleep=self._clock.sleep, rng=rng, dry_run=options.dry_run_wipes)
+            if self.kube
+            else None
+        )
         self.plugins = DRAPluginManager(
             recorder=self.recorder,
             metrics=self.metrics,

@@ -39,7 +39,8 @@ class WipeOutcome:
     attempts: int
     done: bool
     deleted: int
-    """How many slices the successful attempt deleted."""
+    """How many slices the successful attempt deleted (would have deleted, in a dry run)."""
+    dry_run: bool = False
 
 
 def field_selector(node_name: str, driver: str = "") -> str:
@@ -57,9 +58,12 @@ class ResourceSliceWiper:
         sleep: Callable[[float], Awaitable[None]],
         rng: random.Random | None = None,
         log: Logger | None = None,
+        dry_run: bool = False,
     ) -> None:
         self._kube = kube
         self.node_name = node_name
+        self.dry_run = dry_run
+        """Only count the slices a wipe would delete: the slices belong to a real kubelet's node."""
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._log = log or get_logger("slices", node=node_name)
@@ -88,9 +92,9 @@ class ResourceSliceWiper:
             selector, deleted = await retrying(attempt)
         except (RetryError, _Exhausted):
             log.error("Giving up deleting ResourceSlices", attempts=attempts)
-            outcome = WipeOutcome(driver, field_selector(self.node_name, driver), attempts, False, 0)
+            outcome = WipeOutcome(driver, field_selector(self.node_name, driver), attempts, False, 0, self.dry_run)
         else:
-            outcome = WipeOutcome(driver, selector, attempts, True, deleted)
+            outcome = WipeOutcome(driver, selector, attempts, True, deleted, self.dry_run)
         self.outcomes.append(outcome)
         return outcome
 
@@ -104,7 +108,9 @@ class ResourceSliceWiper:
         selector = field_selector(node["metadata"]["name"], driver)
         try:
             answer = await self._kube.request(
-                "DELETE", api_path(GROUP, VERSION, "resourceslices"), query={"fieldSelector": selector}
+                "GET" if self.dry_run else "DELETE",
+                api_path(GROUP, VERSION, "resourceslices"),
+                query={"fieldSelector": selector},
             )
         except KubeApiError as err:
             if err.not_found:
@@ -116,5 +122,8 @@ class ResourceSliceWiper:
             )
             raise _Retry from err
         deleted = len(answer.get("items") or [])
-        log.info("Deleted ResourceSlices", fieldSelector=selector, deleted=deleted)
+        if self.dry_run:
+            log.info("Would delete ResourceSlices (dry run)", fieldSelector=selector, count=deleted)
+        else:
+            log.info("Deleted ResourceSlices", fieldSelector=selector, deleted=deleted)
         return selector, deleted

@@ -116,6 +116,18 @@ async def test_wipe_deletes_only_the_selected_slices(admin: KubeClient):
     assert await slice_names(admin) == {"gpu-n2", "gpu-all"}
 
 
+async def test_dry_run_wipe_counts_the_selected_slices_and_deletes_none(admin: KubeClient):
+    await create_node(admin, "node-1")
+    await create_slices(admin, ("gpu-n1", "gpu.example.com", "node-1"), ("nic-n1", "nic.example.com", "node-1"))
+    wiper = ResourceSliceWiper(admin, "node-1", sleep=InstantSleep(), dry_run=True)
+
+    outcome = await wiper.wipe()
+    assert (outcome.done, outcome.deleted, outcome.dry_run) == (True, 2, True)
+    outcome = await wiper.wipe("gpu.example.com")
+    assert (outcome.deleted, outcome.field_selector) == (1, "spec.driver=gpu.example.com,spec.nodeName=node-1")
+    assert await slice_names(admin) == {"gpu-n1", "nic-n1"}
+
+
 async def test_refused_wipe_gives_up_after_nine_attempts(apiserver: EmbeddedAPIServer, admin: KubeClient, tmp: Path):
     await create_node(admin, "node-1")
     await create_slices(admin, ("gpu-n1", "gpu.example.com", "node-1"))
