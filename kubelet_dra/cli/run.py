@@ -16,17 +16,15 @@ import argparse
 import asyncio
 import contextlib
 import signal
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-from kubelet_dra.apiserver.server import EmbeddedAPIServer
-from kubelet_dra.cli.apiserver import DEFAULT_KUBECONFIG
+import attrs
+
+from kubelet_dra.cli import nodeflags
 from kubelet_dra.cli.command import Command
 from kubelet_dra.errors import UsageError
-from kubelet_dra.log import get_logger
 from kubelet_dra.manager import DEFAULT_RECONCILE_PERIOD
 from kubelet_dra.node import Node, NodeOptions
-from kubelet_dra.plugins import DEFAULT_CALL_TIMEOUT, DEFAULT_WIPING_DELAY, PluginMap
 from kubelet_dra.pods import DEFAULT_RETRY_PERIOD
 from kubelet_dra.scenarios.record import Recorder
 
@@ -39,54 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="plugin registry dir to watch for registration sockets (a kubelet's: /var/lib/kubelet/plugins_registry)",
     )
-    parser.add_argument(
-        "--kubeconfig",
-        metavar="FILE",
-        help="use this cluster's API server (default: start the embedded one)",
-    )
-    parser.add_argument(
-        "--kubeconfig-out",
-        metavar="FILE",
-        default=DEFAULT_KUBECONFIG,
-        help="where the embedded API server's admin kubeconfig goes, for drivers (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--listen",
-        default="127.0.0.1:0",
-        metavar="HOST:PORT",
-        help="address of the embedded API server (default: a free loopback port)",
-    )
-    parser.add_argument(
-        "--wiping-delay",
-        type=float,
-        default=DEFAULT_WIPING_DELAY,
-        metavar="SECONDS",
-        help="wipe a driver's ResourceSlices after it had no connected instance this long (default: %(default)g)",
-    )
-    parser.add_argument(
-        "--call-timeout",
-        type=float,
-        default=DEFAULT_CALL_TIMEOUT,
-        metavar="SECONDS",
-        help="deadline of each NodePrepareResources/NodeUnprepareResources call (default: %(default)g)",
-    )
-    parser.add_argument(
-        "--kubelet-timing",
-        action="store_true",
-        help="reconcile every second like the kubelet instead of registering as soon as a socket appears",
-    )
-    parser.add_argument(
-        "--plugin-map",
-        choices=[mode.value for mode in PluginMap],
-        default=PluginMap.INSTANCES.value,
-        help="instances: one entry per driver endpoint (1.33+); replace: one per driver name, the newest replaces"
-        " the old, removal goes by name (<=1.32) (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--legacy-services",
-        action="store_true",
-        help='accept the <=1.32 service identifiers and fall back to v1alpha4 for drivers advertising "1.0.0"',
-    )
+    nodeflags.add_arguments(parser)
     parser.add_argument(
         "--record-calls", metavar="FILE", help="append every gRPC call and stream to this JSON-lines file"
     )
@@ -133,10 +84,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def options(args: argparse.Namespace) -> NodeOptions:
-    if args.wiping_delay < 0:
-        raise UsageError("the wiping delay cannot be negative", where="--wiping-delay", fix="give 0 or more seconds")
-    if args.call_timeout <= 0:
-        raise UsageError("the call timeout must be positive", where="--call-timeout", fix="give a number of seconds")
     for flag, value in (("--reconcile-period", args.reconcile_period), ("--pod-retry-period", args.pod_retry_period)):
         if value <= 0:
             raise UsageError(
@@ -148,12 +95,8 @@ def options(args: argparse.Namespace) -> NodeOptions:
             where="--metrics-port",
             fix="give 1-65535, or 0 for off",
         )
-    return NodeOptions(
-        wiping_delay=args.wiping_delay,
-        call_timeout=args.call_timeout,
-        kubelet_timing=args.kubelet_timing,
-        plugin_map=PluginMap(args.plugin_map),
-        legacy_services=args.legacy_services,
+    return attrs.evolve(
+        nodeflags.node_options(args),
         record_calls=args.record_calls,
         state_dir=args.state_dir or str(Path(args.registry_dir).absolute().parent),
         reconcile_period=args.reconcile_period,
@@ -168,25 +111,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-@contextlib.asynccontextmanager
-async def api_server(args: argparse.Namespace) -> AsyncIterator[str]:
-    """The kubeconfig to use: the user's, or one written for a freshly started embedded API server."""
-    if args.kubeconfig:
-        yield args.kubeconfig
-        return
-    async with EmbeddedAPIServer(listen=args.listen) as server:
-        path = server.kubeconfig(Path(args.kubeconfig_out).absolute())
-        get_logger("run").info("Embedded API server ready", url=server.url, kubeconfig=str(path))
-        yield str(path)
-
-
 async def serve(args: argparse.Namespace, node_options: NodeOptions) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     async with (
-        api_server(args) as kubeconfig,
+        nodeflags.api_server(args) as kubeconfig,
         Node(args.node_name, args.registry_dir, kubeconfig=kubeconfig, options=node_options) as node,
         Recorder(node, args.record, kubeconfig=kubeconfig, registry_dir=args.registry_dir)
         if args.record
