@@ -45,6 +45,11 @@ class KubeApiError(KubeletDRAError):
         return self.code == 404
 
     @property
+    def forbidden(self) -> bool:
+        """403: these credentials may not do this (a node's own may not list every claim, say)."""
+        return self.code == 403
+
+    @property
     def conflict(self) -> bool:
         """409: the object already exists, or it changed since it was read."""
         return self.code == 409

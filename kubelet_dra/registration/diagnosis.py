@@ -167,6 +167,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("F18", r"get resource claims: "),
         ("F19", r"on checkpoint state: "),
         ("F11", r"code = Unimplemented .*unknown service"),
+        ("F15", r"unprepare dynamic resources: "),
+        ("F10", r"Deleted ResourceSlices.*spec\.driver="),
+        ("F14", r"Deleted ResourceSlices.*spec\.nodeName="),
     )
 )
 
