@@ -22,6 +22,8 @@ SUBCOMMANDS: tuple[str, ...] = (
     "apiserver",
     "driver",
     "run",
+    "debug",
+    "explain",
     "checkpoint",
     "controlplane",
     "replay",
