@@ -25,18 +25,17 @@ from rich.markup import escape
 from kubelet_dra.cli import nodeflags, output
 from kubelet_dra.cli.command import Command
 from kubelet_dra.debug import DebugSession, Report, default_elsewhere, render
+from kubelet_dra.debug.inventory import KUBELET_REGISTRY_DIR
 from kubelet_dra.debug.report import clock_time
 from kubelet_dra.debug.timeline import Event
 from kubelet_dra.errors import UsageError
 from kubelet_dra.node import Node, NodeOptions
 
-DEFAULT_REGISTRY_DIR = "/var/lib/kubelet/plugins_registry"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--registry-dir",
-        default=DEFAULT_REGISTRY_DIR,
+        default=KUBELET_REGISTRY_DIR,
         metavar="DIR",
         help="the plugin registry dir to watch (default: %(default)s, a default kubelet's)",
     )

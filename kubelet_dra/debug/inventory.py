@@ -17,7 +17,8 @@ from collections.abc import Iterable, Iterator
 
 import attrs
 
-KUBELET_DIRS = ("/var/lib/kubelet/plugins_registry", "/var/lib/kubelet/plugins")
+KUBELET_REGISTRY_DIR = "/var/lib/kubelet/plugins_registry"
+KUBELET_DIRS = (KUBELET_REGISTRY_DIR, "/var/lib/kubelet/plugins")
 """Where a default kubelet keeps registration sockets and drivers keep their service sockets."""
 MAX_DEPTH = 3
 MAX_ENTRIES = 2000
