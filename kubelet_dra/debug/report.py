@@ -66,30 +66,8 @@ class Report:
 
     def problems(self) -> list[Problem]:
         known = {state.socket_path for state in self.sockets}
-        missing = Problem(
-            self.node,
-            "setup",
-            f"the API server has no Node {self.node}: ResourceSlice wipes wait for it, and drivers publish for"
-            " the node name they are given",
-            "pass --node-name as the cluster names this node (kubectl get nodes)",
-        )
-        unreachable = Problem(
-            self.api_server,
-            "setup",
-            f"cannot read the API server: {self.api_error}",
-            "check --kubeconfig (drivers need the API server too: they publish ResourceSlices and read claims)",
-        )
-        empty = Problem(
-            self.registry_dir,
-            "F1",
-            "no registration socket in the watched dir: no driver can register",
-            "start the driver with this dir as its registration dir (the kubeletplugin helper's"
-            " RegistrarDirectoryPath), or watch the dir it uses (--registry-dir)",
-        )
         return [
-            *([empty] if not self.sockets else []),
-            *([unreachable] if self.api_error else []),
-            *([missing] if self.node_missing else []),
+            *self._setup_problems(),
             *(p for state in self.sockets if (p := _socket_problem(state, self.at)) is not None),
             *(_connection_problem(i, self.wipes.get(i.driver), self.at) for i in self.instances if not i.connected),
             *(p for found in self.found if (p := self._found_problem(found, known)) is not None),
@@ -98,6 +76,40 @@ class Report:
                 for n in self.names
             ),
         ]
+
+    def _setup_problems(self) -> list[Problem]:
+        """What keeps every driver from working here: nothing to register, no API server, a wrong node name."""
+        problems = []
+        if not self.sockets:
+            problems.append(
+                Problem(
+                    self.registry_dir,
+                    "F1",
+                    "no registration socket in the watched dir: no driver can register",
+                    "start the driver with this dir as its registration dir (the kubeletplugin helper's"
+                    " RegistrarDirectoryPath), or watch the dir it uses (--registry-dir)",
+                )
+            )
+        if self.api_error:
+            problems.append(
+                Problem(
+                    self.api_server,
+                    "setup",
+                    f"cannot read the API server: {self.api_error}",
+                    "check --kubeconfig (drivers need the API server too: they publish ResourceSlices and read claims)",
+                )
+            )
+        if self.node_missing:
+            problems.append(
+                Problem(
+                    self.node,
+                    "setup",
+                    f"the API server has no Node {self.node}: ResourceSlice wipes wait for it, and drivers publish"
+                    " for the node name they are given",
+                    "pass --node-name as the cluster names this node (kubectl get nodes)",
+                )
+            )
+        return problems
 
     def _found_problem(self, found: FoundSocket, known: set[str]) -> Problem | None:
         """A socket the node does not know about that a kubelet would trip over (or never see)."""

@@ -52,12 +52,11 @@ class DebugSession:
         """Wait up to ``wait`` seconds for the node to change, then take stock; the new timeline lines."""
         with contextlib.suppress(TimeoutError):
             await self.node.wait_for(lambda: snapshot(self.node, self._last.at) != self._last, timeout=wait)
-        now = self._clock()
-        current = snapshot(self.node, now)
+        if self._clock() - self._scanned_at >= SCAN_EVERY:
+            await self.scan()  # before the snapshot: a socket found is one the watcher had its chance to see
+        current = snapshot(self.node, self._clock())
         fresh = self.timeline.add(changes(self._last, current))
         self._last = current
-        if now - self._scanned_at >= SCAN_EVERY:
-            await self.scan()
         return fresh
 
     async def scan(self) -> None:
