@@ -98,8 +98,9 @@ async def test_a_rejected_driver_is_explained_next_to_a_registered_one(
         )
         assert problem.fix == 'set PluginInfo.type to exactly "DRAPlugin"'
         texts = [event.text for event in report.events]
-        assert f"registered DRA driver gpu.example.com with endpoint {good.service_socket}" in texts
-        assert "connection IDLE → READY" in texts or "connection CONNECTING → READY" in texts
+        registered = f"registered DRA driver gpu.example.com with endpoint {good.service_socket}"
+        assert any(text.endswith(registered) for text in texts), texts
+        assert any(text.endswith("READY") for text in texts), "the connection coming up is on the timeline"
 
         await clock.advance(1)  # the next attempt fails the same way: one timeline line, counted twice
         await bad.until(lambda: bad.get_info_calls >= 2)
