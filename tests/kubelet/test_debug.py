@@ -174,12 +174,15 @@ async def test_driver_names_the_cluster_uses_but_nobody_registered(
         async with node_factory(kubeconfig=kubeconfig, dry_run_wipes=True) as node:
             session = DebugSession(node, api_server="embedded")
             await driver.start()
-            await settled(session, lambda r: any(i.connected for i in r.instances))
+            counted = "would delete 1 ResourceSlice(s) (spec.nodeName=node-1); dry run"
+            await settled(
+                session,
+                lambda r: any(i.connected for i in r.instances) and any(e.text == counted for e in r.events),
+            )
             await session.scan()
             report = session.report()
     finally:
         kube.close()
-    assert any(e.text == "would delete 1 ResourceSlice(s) (spec.nodeName=node-1); dry run" for e in report.events)
     (mismatch,) = report.names
     assert (mismatch.driver, mismatch.used_by, mismatch.closest) == (
         "gpu.exmaple.com",
@@ -244,7 +247,12 @@ async def test_an_unreachable_api_server_is_a_setup_problem_and_registration_goe
         session = DebugSession(node, api_server="gone")
         await driver.start()
         report = await settled(
-            session, lambda r: r.api_error and phases(r) == {str(driver.registration_socket): SocketPhase.REGISTERED}
+            session,
+            lambda r: (
+                r.api_error
+                and phases(r) == {str(driver.registration_socket): SocketPhase.REGISTERED}
+                and all(i.connected for i in r.instances)
+            ),
         )
     (problem,) = report.problems()
     assert (problem.subject, problem.mode) == ("gone", "setup")
