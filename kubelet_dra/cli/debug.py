@@ -25,7 +25,7 @@ from rich.markup import escape
 from kubelet_dra.cli import nodeflags, output
 from kubelet_dra.cli.command import Command
 from kubelet_dra.debug import DebugSession, Report, default_elsewhere, render
-from kubelet_dra.debug.inventory import KUBELET_REGISTRY_DIR
+from kubelet_dra.debug.inventory import KUBELET_DIRS, KUBELET_REGISTRY_DIR
 from kubelet_dra.debug.report import clock_time
 from kubelet_dra.debug.timeline import Event
 from kubelet_dra.errors import UsageError
@@ -47,8 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="DIR",
-        help="also list the sockets under DIR (repeatable; default: /var/lib/kubelet/plugins_registry,"
-        " /var/lib/kubelet/plugins and the registry dir's parent)",
+        help=f"also list the sockets under DIR (repeatable; default: {', '.join(KUBELET_DIRS)}"
+        " and the registry dir's parent)",
     )
     parser.add_argument(
         "--for",
