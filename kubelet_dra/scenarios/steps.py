@@ -90,9 +90,20 @@ async def restart(ctx: Context, driver_id: str) -> str:
     return f"pid {process.pid}"
 
 
+def _startup_wipe(ctx: Context) -> str:
+    """What the new node's start-up wipe did (the testbed's start waits for it), for the live view."""
+    wipe = ctx.bed.node.startup_wipe
+    if wipe is None:
+        return "no start-up wipe without an API server"
+    outcome = wipe.result()
+    if not outcome.done:
+        return "start-up wipe gave up"
+    return f"start-up wipe {'would delete' if outcome.dry_run else 'deleted'} {outcome.deleted} ResourceSlice(s)"
+
+
 async def restart_node(ctx: Context, _: None) -> str:
     await ctx.bed.restart_node()
-    return "checkpoint kept"
+    return f"checkpoint kept; {_startup_wipe(ctx)}"
 
 
 async def stop_node(ctx: Context, _: None) -> str:
@@ -102,7 +113,7 @@ async def stop_node(ctx: Context, _: None) -> str:
 
 async def start_node(ctx: Context, _: None) -> str:
     await ctx.bed.start_node()
-    return "started"
+    return f"started; {_startup_wipe(ctx)}"
 
 
 async def stop_apiserver(ctx: Context, _: None) -> str:

@@ -54,6 +54,8 @@ async def test_an_already_running_driver_is_replayed_against(workdir: Path, apis
         scenario = loads(SCENARIO.format(registry=registry, kubeconfig=apiserver.kubeconfig), "external.yaml")
         result = await replay(scenario)
         assert result.passed, failures(result)
+        restart = next(step for step in result.results if step.name.endswith(": restartNode"))
+        assert restart.message == "checkpoint kept; start-up wipe deleted 1 ResourceSlice(s)"
         assert driver.proc.returncode is None, "the replay leaves an external driver running"
     finally:
         await driver.stop()
