@@ -58,9 +58,9 @@ def table(file: Path, claims: list[ClaimInfoState]) -> Table:
 
 
 def device_cells(device: DeviceState | None) -> tuple[str, str, str]:
+    """Cells are rich markup, so file content is escaped: a hand-edited ``[/x]`` must not break the table."""
     if device is None:
         return ("(no devices)", "", "")
-    """Cells are rich markup, so file content is escaped: a hand-edited ``[/x]`` must not break the table."""
     place = escape(f"{device.pool_name}/{device.device_name}")
     if device.share_id is not None:
         place += f"\n[dim]share {escape(device.share_id)}[/dim]"

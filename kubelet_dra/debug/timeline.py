@@ -115,10 +115,11 @@ def _socket_events(before: Snapshot, after: Snapshot) -> list[Event]:
             events.append(Event(after.at, path, "registration socket gone; the node unregistered it"))
         elif old is not None and old.phase is SocketPhase.BACKOFF and new.phase is SocketPhase.IN_PROGRESS:
             continue  # a retry: its outcome is the event (a failure like the last one counts as a repeat)
-        elif old is None or (old.phase, old.diagnosis, old.retry_at) != (new.phase, new.diagnosis, new.retry_at):
-            appeared = "registration socket found; " if old is None else ""
-            event = _phase_event(after.at, new)
-            events.append(attrs.evolve(event, text=appeared + event.text))
+        elif old is None:
+            # Two lines, so a failure already seen in this snapshot folds with its later repeats.
+            events += [Event(after.at, path, "registration socket found"), _phase_event(after.at, new)]
+        elif (old.phase, old.diagnosis, old.retry_at) != (new.phase, new.diagnosis, new.retry_at):
+            events.append(_phase_event(after.at, new))
     return events
 
 

@@ -3,6 +3,7 @@ and the embedded API server holding the names the cluster uses."""
 
 from __future__ import annotations
 
+import itertools
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -10,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from kubelet_dra.debug import DebugSession, Liveness, Report, inventory
-from kubelet_dra.debug.timeline import Event, Timeline
+from kubelet_dra.debug.timeline import Event, Snapshot, Timeline, changes
 from kubelet_dra.kube.client import KubeClient, api_path
-from kubelet_dra.registration import SocketPhase
+from kubelet_dra.registration import SocketPhase, SocketState
+from kubelet_dra.registration.diagnosis import diagnose
 
 from .support import FakeClock, TinyDriver
 
@@ -217,6 +219,23 @@ def test_timeline_counts_a_repeated_event_instead_of_adding_a_line():
     assert timeline.events[0] == Event(1.0, "/r/a.sock", "F3 GetInfo fails", True, repeats=2, last_at=3.0)
     timeline.add([Event(4.0, "/r/a.sock", "registered"), Event(5.0, "/r/c.sock", "registered")])
     assert [event.at for event in timeline.events] == [2.0, 4.0, 5.0], "only the latest events are kept"
+
+
+def test_a_failure_seen_with_its_socket_folds_with_its_repeats():
+    """However late the first snapshot comes, a socket failing the same way at every retry is one line."""
+    diagnosis = diagnose("F4", socket="/r/a.sock", cause="type 'CSIPlugin'", message="no handler")
+    failing = [SocketState("/r/a.sock", SocketPhase.BACKOFF, retry_at=at, diagnosis=diagnosis) for at in (2, 4)]
+    states = [
+        Snapshot(at, {} if state is None else {"/r/a.sock": state}, {}, {}, (), ())
+        for at, state in ((0.0, None), (1.0, failing[0]), (3.0, failing[1]))
+    ]
+    timeline = Timeline()
+    for before, after in itertools.pairwise(states):
+        timeline.add(changes(before, after))
+    assert [(event.text.split(" ")[0], event.repeats, event.last_at) for event in timeline.events] == [
+        ("registration", 1, None),
+        ("F4", 2, 3.0),
+    ]
 
 
 async def test_an_empty_registry_dir_and_an_unknown_node_name_are_problems(
