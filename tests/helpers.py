@@ -75,3 +75,16 @@ class KubeletDRAProcess:
         if self.proc.returncode is None:
             self.proc.send_signal(signal.SIGTERM)
         return await self.wait()
+
+
+async def kubelet_dra(*args: str, stdin: str = "", timeout: float = 60) -> tuple[int, str, str]:
+    """Run ``kubelet-dra ARGS`` to the end; (exit code, stdout, stderr)."""
+    process = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "kubelet_dra", *args),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(stdin.encode()), timeout=timeout)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()

@@ -41,9 +41,12 @@ def go_code_name(code: grpc.StatusCode) -> str:
 
 def go_rpc_error(err: grpc.aio.AioRpcError) -> str:
     """A gRPC error as grpc-go prints it, which is how it appears in kubelet messages."""
-    code = err.code()
+    return go_status_error(err.code(), err.details() or "")
+
+
+def go_status_error(code: grpc.StatusCode, details: str) -> str:
+    """A failed call's status as grpc-go prints the error (``rpc error: code = … desc = …``)."""
     name = go_code_name(code)
-    details = err.details() or ""
     if code is grpc.StatusCode.DEADLINE_EXCEEDED and details == "Deadline Exceeded":
         details = "context deadline exceeded"  # what a Go client reports for its own deadline
     return f"rpc error: code = {name} desc = {details}"

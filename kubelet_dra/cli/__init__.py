@@ -24,6 +24,7 @@ SUBCOMMANDS: tuple[str, ...] = (
     "run",
     "debug",
     "explain",
+    "call",
     "checkpoint",
     "controlplane",
     "replay",

@@ -22,12 +22,13 @@ from kubelet_dra.api.services import DRA_HEALTH, REGISTRATION, Service
 from kubelet_dra.conformance.context import Capabilities
 from kubelet_dra.driver.settings import CONTROL_SOCKET
 from kubelet_dra.errors import UsageError
-from kubelet_dra.plugins import CallRecord
-from kubelet_dra.plugins.recorder import message_json
+from kubelet_dra.log import get_logger
+from kubelet_dra.plugins.rawcall import call_once
 from kubelet_dra.registration.diagnosis import Diagnosis
 from kubelet_dra.registration.manager import SocketPhase
 from kubelet_dra.testbed import DriverProcess, Testbed
 
+_log = get_logger("conformance")
 RAW_TIMEOUT = 5.0
 POLL = 0.05
 RETRY_GRACE = 1.6
@@ -59,37 +60,14 @@ async def raw_call(
     The method path is taken as given, so a check can call a service under any name; ``RawCallFailed``
     carries the status of a failed call.
     """
-    channel = grpc.aio.insecure_channel(f"unix:{target}")
-    method = channel.unary_unary(
-        method_path, request_serializer=type(request).SerializeToString, response_deserializer=response_class.FromString
+    response, record = await call_once(
+        target, method_path, request, response_class, timeout=timeout, log=_log, driver=driver
     )
-    started, clock = time.time(), time.monotonic()
-    response: Message | None = None
-    status, details = "OK", ""
-    try:
-        response = await method(request, timeout=timeout)
-        return response
-    except grpc.aio.AioRpcError as err:
-        status, details = err.code().name, err.details() or ""
-        raise RawCallFailed(err.code(), details) from err
-    finally:
-        await channel.close()
-        if bed.node_running:
-            bed.node.recorder.add(
-                CallRecord(
-                    request_id=0,
-                    driver=driver,
-                    endpoint=target,
-                    method=method_path,
-                    streaming=False,
-                    request=message_json(request),
-                    response=message_json(response) if response is not None else None,
-                    status=status,
-                    details=details,
-                    started_at=started,
-                    duration=time.monotonic() - clock,
-                )
-            )
+    if bed.node_running:
+        bed.node.recorder.add(record)
+    if response is None:
+        raise RawCallFailed(grpc.StatusCode[record.status], record.details)
+    return response
 
 
 async def get_info(

@@ -256,7 +256,7 @@ class DRAManager:
         for instance, claims in batches.items():
             request = dra_v1_pb2.NodePrepareResourcesRequest(claims=claims)
             response = await _call("NodePrepareResources", instance.client.node_prepare_resources(request))
-            for claim, result in _results("NodePrepareResources", claims, response.claims):
+            for claim, result in claim_results("NodePrepareResources", claims, response.claims):
                 entry = self._cached(claim.namespace, claim.name)
                 entry.driver_state.setdefault(instance.driver_name, []).extend(map(device_state, result.devices))
 
@@ -304,7 +304,7 @@ class DRAManager:
             instance = self._plugin(driver)
             request = dra_v1_pb2.NodeUnprepareResourcesRequest(claims=claims)
             response = await _call("NodeUnprepareResources", instance.client.node_unprepare_resources(request))
-            list(_results("NodeUnprepareResources", claims, response.claims))
+            list(claim_results("NodeUnprepareResources", claims, response.claims))
 
         for name in done:
             self.cache.delete(namespace, name)
@@ -356,10 +356,11 @@ async def _call(method: str, call: Awaitable[_Answer]) -> _Answer:
         raise ClaimError(f"{method}: {go_rpc_error(err)}") from err
 
 
-def _results(
+def claim_results(
     method: str, claims: Sequence[dra_v1_pb2.Claim], answers: Mapping[str, _Answer]
 ) -> Iterator[tuple[dra_v1_pb2.Claim, _Answer]]:
-    """Each successful answer with its claim; unknown UIDs, per-claim errors and missing answers raise."""
+    """Each successful answer with its claim; unknown UIDs, per-claim errors and missing answers raise
+    ``ClaimError`` with the words the kubelet fails the pod with."""
     for uid, answer in answers.items():
         claim = next((claim for claim in claims if claim.uid == uid), None)
         if claim is None:

@@ -5,27 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 
-from helpers import eventually
+from helpers import eventually, kubelet_dra
 from nodeenv import NodeEnv
 
 from kubelet_dra.kube.client import api_path
 
 SLICES = api_path("resource.k8s.io", "v1", "resourceslices")
-
-
-async def kubelet_dra(*args: str, stdin: str = "") -> tuple[int, str, str]:
-    """Run ``kubelet-dra ARGS`` to the end; (exit code, stdout, stderr)."""
-    process = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "kubelet_dra", *args),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(stdin.encode()), timeout=60)
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
 
 
 async def test_against_a_real_cluster_a_rejected_driver_is_diagnosed_and_no_slice_is_deleted(env: NodeEnv) -> None:
