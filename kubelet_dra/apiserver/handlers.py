@@ -225,7 +225,7 @@ class ResourceHandler:
         if uid:
             details["uid"] = uid
         success = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
-        return respond(200, success, negotiation.JSON_RENDERING)
+        return respond(200, success, negotiation.error_rendering(call.request.headers.get("Accept")))
 
     def _deletecollection(self, call: Call) -> web.Response:
         target = call.target
@@ -278,7 +278,7 @@ class Call:
 
     def delete_options(self) -> params.DeleteOptions:
         body = (
-            negotiation.decode_object(self.request.headers.get("Content-Type"), self.body)
+            negotiation.decode_object(self.request.headers.get("Content-Type"), self.body, "DeleteOptions")
             if self.body.strip()
             else None
         )
@@ -286,8 +286,8 @@ class Call:
 
     def decode(self) -> tuple[dict[str, Any], list[str]]:
         """The request's object at the storage version, checked against the URL, plus field warnings."""
-        obj = negotiation.decode_object(self.request.headers.get("Content-Type"), self.body)
         rt = self.target.rt
+        obj = negotiation.decode_object(self.request.headers.get("Content-Type"), self.body, rt.kind)
         expected = rt.api_version(self.target.version)
         api_version, kind = obj.get("apiVersion"), obj.get("kind")
         if api_version and api_version != expected:

@@ -2,9 +2,10 @@
 
 kube-apiserver picks a response shape from the ``Accept`` header: a plain object, a
 ``meta.k8s.io`` Table (kubectl's human output), PartialObjectMetadata (metadata-only
-informers) or aggregated discovery. We serve JSON and YAML; a client that prefers
-protobuf (client-go can be configured to) gets JSON with ``Content-Type: application/json``,
-which client-go decodes by the response's content type.
+informers) or aggregated discovery, and an encoding: JSON, YAML, or Kubernetes protobuf, which
+client-go programs (drivers on the kubeletplugin helper, kube-scheduler, kube-controller-manager)
+prefer for objects, metadata views, errors and watches. Tables have no protobuf form: a client
+asking for a Table only in protobuf gets 406, as from kube-apiserver.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import Any
 import attrs
 import yaml
 
-from kubelet_dra.apiserver import protobuf
 from kubelet_dra.apiserver.status import ApiError
+from kubelet_dra.kubeproto import mapping
 
 JSON = "application/json"
 YAML = "application/yaml"
@@ -26,7 +27,7 @@ META_GROUP = "meta.k8s.io"
 DISCOVERY_GROUP = "apidiscovery.k8s.io"
 AGGREGATED_DISCOVERY = f"{JSON};g={DISCOVERY_GROUP};v=v2;as=APIGroupDiscoveryList"
 
-_JSON_LIKE = frozenset({JSON, PROTOBUF, "*/*", "application/*"})
+_JSON_LIKE = frozenset({JSON, "*/*", "application/*"})
 _META_VERSIONS = ("v1", "v1beta1")
 
 
@@ -63,24 +64,35 @@ class Rendering:
     shape: Shape = Shape.OBJECT
     meta_version: str = "v1"
     yaml: bool = False
+    protobuf: bool = False
 
     @property
     def content_type(self) -> str:
+        if self.protobuf:
+            return PROTOBUF
         if self.shape is not Shape.OBJECT:
             return f"{JSON};as={self.shape.value};v={self.meta_version};g={META_GROUP}"
         return YAML if self.yaml else JSON
+
+    @property
+    def stream_content_type(self) -> str:
+        """A watch stream's Content-Type: protobuf frames are marked as a stream, JSON lines are not."""
+        return f"{PROTOBUF};stream=watch" if self.protobuf else self.content_type
 
     @property
     def meta_api_version(self) -> str:
         return f"{META_GROUP}/{self.meta_version}"
 
     def encode(self, document: Any) -> bytes:
+        if self.protobuf:
+            return mapping.encode(document)
         if self.yaml:
             return yaml.safe_dump(document, sort_keys=False).encode()
         return encode_json(document)
 
 
 JSON_RENDERING = Rendering()
+PROTOBUF_RENDERING = Rendering(protobuf=True)
 
 
 def encode_json(document: Any) -> bytes:
@@ -125,6 +137,8 @@ def negotiate_resource(header: str | None, *, streaming: bool = False) -> Render
             continue
         if media.base in _JSON_LIKE:
             return JSON_RENDERING
+        if media.base == PROTOBUF:
+            return PROTOBUF_RENDERING
         if media.base == YAML and not streaming:
             return Rendering(yaml=True)
     raise not_acceptable()
@@ -136,11 +150,21 @@ def _meta_rendering(media: MediaType, as_kind: str) -> Rendering | None:
     version = media.params.get("v", "")
     if version not in _META_VERSIONS:
         return None
+    protobuf = media.base == PROTOBUF
     if as_kind == "Table":
-        return Rendering(Shape.TABLE, version)
+        return None if protobuf else Rendering(Shape.TABLE, version)
     if as_kind in ("PartialObjectMetadata", "PartialObjectMetadataList"):
-        return Rendering(Shape.METADATA, version)
+        return Rendering(Shape.METADATA, version, protobuf=protobuf)
     return None
+
+
+def error_rendering(header: str | None) -> Rendering:
+    """How a failure's Status is sent: in protobuf when the client prefers it, else JSON."""
+    try:
+        rendering = negotiate_resource(header)
+    except ApiError:
+        return JSON_RENDERING
+    return PROTOBUF_RENDERING if rendering.protobuf else JSON_RENDERING
 
 
 def wants_aggregated_discovery(header: str | None) -> bool:
@@ -150,7 +174,7 @@ def wants_aggregated_discovery(header: str | None) -> bool:
             if media.params.get("g") == DISCOVERY_GROUP and media.params.get("v") == "v2":
                 return True
             continue
-        if media.base in _JSON_LIKE:
+        if media.base in _JSON_LIKE or media.base == PROTOBUF:
             return False
     raise not_acceptable()
 
@@ -159,7 +183,7 @@ def unsupported_media_type() -> ApiError:
     return ApiError(
         415,
         "UnsupportedMediaType",
-        f"the body of the request was in an unknown format - accepted media types include: {JSON}, {YAML}",
+        f"the body of the request was in an unknown format - accepted media types include: {JSON}, {YAML}, {PROTOBUF}",
     )
 
 
@@ -168,11 +192,19 @@ def body_media_type(content_type: str | None) -> str:
     return MediaType.parse(content_type or JSON).base
 
 
-def decode_object(content_type: str | None, body: bytes) -> dict[str, Any]:
-    """A request body (JSON, YAML or protobuf for a few kinds) as a JSON object; 415 for others, 400 when malformed."""
+def decode_object(content_type: str | None, body: bytes, kind: str) -> dict[str, Any]:
+    """A request body (JSON, YAML or protobuf) holding a ``kind`` as a JSON object.
+
+    415 for other media types, 400 when malformed (in kube-apiserver's words for protobuf).
+    """
     media = body_media_type(content_type)
     if media == PROTOBUF:
-        return protobuf.decode(body)
+        try:
+            return mapping.decode(body)
+        except mapping.ProtobufError as err:
+            raise ApiError(
+                400, "BadRequest", f"the object provided is unrecognized (must be of type {kind}): {err}"
+            ) from err
     if media not in (JSON, YAML):
         raise unsupported_media_type()
     try:

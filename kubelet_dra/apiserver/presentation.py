@@ -88,6 +88,6 @@ def respond(code: int, document: Any, rendering: Rendering, warnings: Sequence[s
     return web.Response(status=code, body=rendering.encode(document), headers=headers)
 
 
-def status_response(error: ApiError) -> web.Response:
-    """The ``Status`` object for a failure, always JSON (as kube-apiserver does for errors)."""
-    return respond(error.code, error.to_status(), negotiation.JSON_RENDERING)
+def status_response(error: ApiError, accept: str | None) -> web.Response:
+    """The ``Status`` object for a failure: protobuf for a client that prefers it, else JSON (as kube-apiserver)."""
+    return respond(error.code, error.to_status(), negotiation.error_rendering(accept))

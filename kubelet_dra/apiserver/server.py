@@ -272,11 +272,12 @@ class EmbeddedAPIServer:
             request[USER] = user
             response = await handler(request)
         except ApiError as err:
-            response = status_response(err)
+            response = status_response(err, request.headers.get("Accept"))
         except Exception as err:  # a bug must become a 500 Status, never a dropped connection
             self._log.error("request failed", err, method=request.method, path=request.path_qs, user=user.name)
             response = status_response(
-                ApiError(500, "InternalError", f"Internal error occurred: {err}", {"causes": [{"message": str(err)}]})
+                ApiError(500, "InternalError", f"Internal error occurred: {err}", {"causes": [{"message": str(err)}]}),
+                request.headers.get("Accept"),
             )
         self._log.v(4).info(
             "request",

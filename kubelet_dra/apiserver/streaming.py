@@ -1,4 +1,7 @@
-"""Watches over HTTP: one chunked ``application/json`` stream of ``{"type", "object"}`` lines.
+"""Watches over HTTP: one chunked stream of ``{"type", "object"}`` events.
+
+JSON clients get one event per line; protobuf clients get ``;stream=watch`` frames (a length,
+then a WatchEvent), as kube-apiserver sends them.
 
 The stream ends when ``timeoutSeconds`` (or the server's default) runs out, when the client
 goes away, or when the server stops; clients then re-watch from their last resourceVersion.
@@ -15,12 +18,13 @@ from typing import Any
 from aiohttp import web
 
 from kubelet_dra.apiserver import params, status, tables
-from kubelet_dra.apiserver.negotiation import Shape, encode_json
+from kubelet_dra.apiserver.negotiation import Rendering, Shape, encode_json
 from kubelet_dra.apiserver.presentation import View
 from kubelet_dra.apiserver.routes import ResourcePath
 from kubelet_dra.apiserver.status import ApiError
 from kubelet_dra.apiserver.store import Store
 from kubelet_dra.apiserver.watch import Watch, WatchEvent
+from kubelet_dra.kubeproto import mapping
 
 OBJECT_EVENTS = frozenset({"ADDED", "MODIFIED", "DELETED"})
 
@@ -71,7 +75,7 @@ class WatchStreams:
         if target.name is not None:
             field_selector = ",".join(filter(None, (f"metadata.name={target.name}", field_selector)))
         response = web.StreamResponse(
-            headers={"Content-Type": view.rendering.content_type, "Cache-Control": "no-cache, private"}
+            headers={"Content-Type": view.rendering.stream_content_type, "Cache-Control": "no-cache, private"}
         )
         response.enable_chunked_encoding()
         try:
@@ -88,7 +92,7 @@ class WatchStreams:
             if err.code != 410:
                 raise
             await response.prepare(request)
-            await response.write(encode_json({"type": "ERROR", "object": err.to_status()}) + b"\n")
+            await response.write(encode_event(view.rendering, "ERROR", err.to_status()))
             await response.write_eof()
             return response
         self._open.add(watch)
@@ -97,7 +101,7 @@ class WatchStreams:
             await response.prepare(request)
             async with asyncio.timeout(self._default_timeout if timeout is None else timeout):
                 async for event in watch:
-                    await response.write(encode_json({"type": event.type, "object": present(view, event)}) + b"\n")
+                    await response.write(encode_event(view.rendering, event.type, present(view, event)))
         except (TimeoutError, ConnectionResetError):
             pass
         finally:
@@ -113,6 +117,13 @@ class WatchStreams:
         while True:
             await asyncio.sleep(self._bookmark_interval)
             watch.bookmark()
+
+
+def encode_event(rendering: Rendering, event_type: str, document: dict[str, Any]) -> bytes:
+    """One event on the wire: a protobuf frame or a JSON line."""
+    if rendering.protobuf:
+        return mapping.encode_watch_event(event_type, document)
+    return encode_json({"type": event_type, "object": document}) + b"\n"
 
 
 def present(view: View, event: WatchEvent) -> dict[str, Any]:

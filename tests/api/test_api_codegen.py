@@ -11,6 +11,7 @@ from kubelet_dra.api import codegen, dra_v1_pb2_grpc
 REPO = Path(__file__).resolve().parents[2]
 PROTO_DIR = REPO / "proto"
 COMMITTED_DIR = REPO / "kubelet_dra" / "api"
+KUBEPROTO_DIR = REPO / "kubelet_dra" / "kubeproto"
 
 PROTOS = [
     "dra_health_v1alpha1.proto",
@@ -21,8 +22,32 @@ PROTOS = [
 ]
 
 
+KUBE_PROTOS = [
+    "k8s/core_v1.proto",
+    "k8s/intstr.proto",
+    "k8s/meta_v1.proto",
+    "k8s/options.proto",
+    "k8s/resource_quantity.proto",
+    "k8s/resource_v1.proto",
+    "k8s/resource_v1beta1.proto",
+    "k8s/resource_v1beta2.proto",
+    "k8s/runtime.proto",
+]
+
+
 def test_every_api_has_a_proto():
     assert codegen.proto_files(PROTO_DIR) == PROTOS
+    assert codegen.proto_files(PROTO_DIR, codegen.KUBE_SUBDIR) == KUBE_PROTOS
+
+
+def test_committed_kubernetes_types_are_current(tmp_path: Path):
+    fresh = codegen.generate_kube(tmp_path, PROTO_DIR)
+    committed = codegen.generated_files(KUBEPROTO_DIR)
+    hint = f"run `{codegen.COMMAND}` and commit the result"
+    assert [path.name for path in committed] == [path.name for path in fresh], f"generated module set differs: {hint}"
+    for new, old in zip(fresh, committed, strict=True):
+        assert new.read_bytes() == old.read_bytes(), f"kubelet_dra/kubeproto/{old.name} is out of date: {hint}"
+    assert "from . import meta_v1_pb2" in (tmp_path / "resource_v1_pb2.py").read_text()
 
 
 def test_committed_modules_are_current(tmp_path: Path):

@@ -76,35 +76,6 @@ def test_unknown_paths_are_404_status(apiserver: ServerThread) -> None:
         assert (code, body["kind"], body["reason"]) == (404, "Status", "NotFound"), path
 
 
-def test_protobuf_request_gets_json(apiserver: ServerThread) -> None:
-    response = apiserver.request(
-        "GET", "/api/v1/namespaces/default", headers={"Accept": "application/vnd.kubernetes.protobuf"}
-    )
-    assert response.status == 200
-    assert response.headers["Content-Type"] == "application/json"
-    assert json.loads(response.data)["metadata"]["name"] == "default"
-
-
-@pytest.mark.parametrize(
-    ("body", "code"),
-    [
-        (b"k8s\x00\x0a\x09\x0a\x02v1\x12\x03Pod\x12\x00", 415),
-        (b"k8s\x00\x0a\x7f", 400),
-        (b"not protobuf", 400),
-    ],
-)
-def test_protobuf_bodies_other_than_namespace_and_configmap_are_refused(
-    apiserver: ServerThread, body: bytes, code: int
-) -> None:
-    response = apiserver.request(
-        "POST",
-        "/api/v1/namespaces/default/pods",
-        body=body,
-        headers={"Content-Type": "application/vnd.kubernetes.protobuf"},
-    )
-    assert response.status == code, response.data
-
-
 def test_unacceptable_accept_is_406(apiserver: ServerThread) -> None:
     response = apiserver.request("GET", "/api/v1/namespaces", headers={"Accept": "text/html"})
     assert response.status == 406 and json.loads(response.data)["reason"] == "NotAcceptable"
