@@ -18,3 +18,17 @@ async def test_checks_needing_more_devices_skip_on_a_one_device_node() -> None:
     skipped = {r.id: r.reason for r in suite.results if r.result == SKIPPED}
     assert set(skipped) == {"CDI-002", "CDI-005", "LIF-001", "LIF-002", "PRE-003", "PRE-004", "PRE-008", "UNP-005"}
     assert all(reason.startswith("needs ") and reason.endswith("its slices list 1") for reason in skipped.values())
+
+
+async def test_devices_that_allow_multiple_allocations_may_serve_concurrent_claims(tmp_path) -> None:
+    """Like the example driver's cpu and net profiles: one shared device serves every claim, which PRE-008 allows."""
+    config = tmp_path / "shared.yaml"
+    config.write_text("driverName: gpu.example.com\ndevices: 3\nsharing: shared\n")
+    suite = await run_suite(
+        Target(driver_cmd=f"{REFERENCE} --config {config}"), SuiteOptions(), Selection(focus=r"^PRE-008$")
+    )
+    (result,) = suite.results
+    assert result.result != FAILED, result.reason
+    prepared = [call for call in result.calls if call.method.endswith("NodePrepareResources")]
+    devices = [d["device_name"] for call in prepared for c in call.response["claims"].values() for d in c["devices"]]
+    assert len(devices) == 3 and len(set(devices)) < 3, devices
