@@ -1,0 +1,40 @@
+"""``kubelet-dra conformance`` against the real DRA example driver, on the embedded API server.
+
+Run as a user runs it (the command, its JSON report); every check passes or skips with a reason,
+and the driver's own log shows that no request of its client-go was refused by our API server.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import kubelet_dra
+from realk8s import client_go_refusals, conformance_verdicts, example_driver_cmd
+
+
+async def run_conformance(driver_cmd: str, *extra: str) -> tuple[int, dict, str]:
+    """The suite's exit code, JSON report and the driver's log (the work dir is kept to read it, then removed)."""
+    code, out, err = await kubelet_dra(
+        "conformance", "--driver-cmd", driver_cmd, "--output", "json", "--keep", *extra, timeout=600
+    )
+    assert out.strip(), f"no report (exit {code}): {err[-3000:]}"
+    report = json.loads(out)
+    workdir = Path(report["testbed"]["workdir"])
+    logs = "\n".join(path.read_text(errors="replace") for path in sorted(workdir.glob("*.log")))
+    shutil.rmtree(workdir, ignore_errors=True)
+    return code, report, logs
+
+
+@pytest.mark.parametrize("profile", ["gpu", "cpu", "net"])
+async def test_the_example_driver_passes_on_the_embedded_server(interop_bin: Path, profile: str):
+    code, report, log = await run_conformance(example_driver_cmd(interop_bin, profile))
+    counts, unexplained = conformance_verdicts(report, "dra-example-kubeletplugin")
+    assert not unexplained, f"{counts}: " + "\n".join(unexplained)
+    assert code == 0
+    assert counts["passed"] >= 55, counts
+    assert not client_go_refusals(log), client_go_refusals(log)[:5]
+    skipped = {check["id"] for check in report["checks"] if check["result"] == "skipped"}
+    assert {"HEA-001", "VER-008"} <= skipped, "the example driver has no health service"
