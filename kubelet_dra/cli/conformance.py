@@ -11,14 +11,15 @@ from kubelet_dra.conformance import report
 from kubelet_dra.conformance.context import SuiteOptions
 from kubelet_dra.conformance.framework import TAGS, all_checks
 from kubelet_dra.conformance.runner import REGISTRATION_TIMEOUT, Selection, SuiteResult, Target, run_suite
-from kubelet_dra.errors import UsageError
 from kubelet_dra.testbed import PLACEHOLDERS
 
 DEFAULTS = SuiteOptions()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    target = parser.add_argument_group("the driver under test: --driver-cmd, or --registry-dir with --kubeconfig")
+    target = parser.add_argument_group(
+        "the driver under test: --driver-cmd, or --registry-dir with --kubeconfig; --kubeconfig alone picks the cluster"
+    )
     target.add_argument(
         "--driver-cmd",
         metavar="COMMAND",
@@ -26,7 +27,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         + ", ".join("{" + p + "}" for p in PLACEHOLDERS),
     )
     target.add_argument("--registry-dir", metavar="DIR", help="registry dir of a driver that is already running")
-    target.add_argument("--kubeconfig", metavar="FILE", help="with --registry-dir: the API server the driver uses")
+    target.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="a real cluster's API server instead of the embedded one (with --registry-dir: the one the driver uses;"
+        " with --driver-cmd: the driver gets it as {kubeconfig})",
+    )
     target.add_argument(
         "--cdi-root",
         metavar="DIR",
@@ -117,10 +123,6 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         _list(selected, json_output=args.output == "json")
         return 0
-    if args.kubeconfig is not None and args.driver_cmd is not None:
-        raise UsageError(
-            "--kubeconfig goes with --registry-dir", fix="with --driver-cmd the suite runs its own API server"
-        )
     target = Target(
         driver_cmd=args.driver_cmd,
         registry_dir=args.registry_dir,

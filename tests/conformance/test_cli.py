@@ -33,7 +33,7 @@ def test_list_shows_the_selected_checks_with_tags_and_references():
     [
         ((), "give either --driver-cmd or --registry-dir"),
         (("--registry-dir", "/tmp"), "--registry-dir needs --kubeconfig"),
-        (("--driver-cmd", "x", "--kubeconfig", "k"), "--kubeconfig goes with --registry-dir"),
+        (("--driver-cmd", "x", "--kubeconfig", "k", "--node-restricted"), "only with the embedded API server"),
         (("--driver-cmd", "x", "--focus", "("), "--focus '(' is not a regular expression"),
         (("--driver-cmd", "x", "--tags", "gpu"), "unknown tag(s) gpu"),
         (("--driver-cmd", "drv --node {nodename}"), "unknown placeholder {nodename}"),

@@ -1,7 +1,8 @@
-"""``kubelet-dra conformance`` against the real DRA example driver, on the embedded API server.
+"""``kubelet-dra conformance`` against the real DRA example driver, on the embedded API server and on a
+real kube-apiserver 1.36 (``--kubeconfig``), so both servers are held to one standard.
 
 Run as a user runs it (the command, its JSON report); every check passes or skips with a reason,
-and the driver's own log shows that no request of its client-go was refused by our API server.
+and the driver's own log shows that no request of its client-go was refused or misread.
 """
 
 from __future__ import annotations
@@ -13,6 +14,16 @@ from pathlib import Path
 import pytest
 from helpers import kubelet_dra
 from realk8s import client_go_refusals, conformance_verdicts, example_driver_cmd
+
+SERVERS = ["embedded", "real"]
+
+
+def cluster_args(request: pytest.FixtureRequest, server: str, node: str) -> tuple[str, ...]:
+    """The flags that point the suite at ``server``: nothing for the embedded one, the real one's kubeconfig."""
+    if server == "embedded":
+        return ()
+    real = request.getfixturevalue("real_apiserver")
+    return ("--kubeconfig", str(real.kubeconfig), "--node-name", node)
 
 
 async def run_conformance(driver_cmd: str, *extra: str) -> tuple[int, dict, str]:
@@ -28,9 +39,11 @@ async def run_conformance(driver_cmd: str, *extra: str) -> tuple[int, dict, str]
     return code, report, logs
 
 
+@pytest.mark.parametrize("server", SERVERS)
 @pytest.mark.parametrize("profile", ["gpu", "cpu", "net"])
-async def test_the_example_driver_passes_on_the_embedded_server(interop_bin: Path, profile: str):
-    code, report, log = await run_conformance(example_driver_cmd(interop_bin, profile))
+async def test_the_example_driver_passes(request: pytest.FixtureRequest, interop_bin: Path, profile: str, server: str):
+    args = cluster_args(request, server, f"example-{profile}")
+    code, report, log = await run_conformance(example_driver_cmd(interop_bin, profile), *args)
     counts, unexplained = conformance_verdicts(report, "dra-example-kubeletplugin")
     assert not unexplained, f"{counts}: " + "\n".join(unexplained)
     assert code == 0

@@ -1,15 +1,20 @@
-"""``kubelet-dra conformance`` against Kubernetes' own DRA test driver, on the embedded API server."""
+"""``kubelet-dra conformance`` against Kubernetes' own DRA test driver, on the embedded and a real API server."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from realk8s import DRIVER_DEFECTS, client_go_refusals, conformance_verdicts, kubernetes_test_driver_cmd
-from test_conformance_example_driver import run_conformance
+from test_conformance_example_driver import SERVERS, cluster_args, run_conformance
 
 
-async def test_the_kubernetes_test_driver_fails_only_its_proven_defects(interop_bin: Path):
-    code, report, log = await run_conformance(kubernetes_test_driver_cmd(interop_bin))
+@pytest.mark.parametrize("server", SERVERS)
+async def test_the_kubernetes_test_driver_fails_only_its_proven_defects(
+    request: pytest.FixtureRequest, interop_bin: Path, server: str
+):
+    args = cluster_args(request, server, "test-driver-node")
+    code, report, log = await run_conformance(kubernetes_test_driver_cmd(interop_bin), *args)
     counts, unexplained = conformance_verdicts(report, "dra-test-driver")
     assert not unexplained, f"{counts}: " + "\n".join(unexplained)
     failed = {check["id"] for check in report["checks"] if check["result"] == "failed"}
