@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 
+import attrs
 from rich.markup import escape
 
 from kubelet_dra.cli import output
@@ -33,13 +34,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DRIVER_ID:KNOB=VALUE",
         help="set a reference driver's fault knob at each of its starts (repeatable), e.g. gpu:prepare-error=boom",
     )
+    parser.add_argument(
+        "--driver",
+        metavar="DRIVER_ID=COMMAND",
+        action="append",
+        default=[],
+        help="run the scenario's driver DRIVER_ID from COMMAND instead (your own driver in a scenario; repeatable;"
+        " placeholders as in a scenario's command:)",
+    )
     parser.add_argument("--junit", metavar="FILE", help="also write the results as JUnit XML to FILE")
     parser.add_argument("--keep", action="store_true", help="keep each scenario's work dir (logs, sockets, state)")
     parser.add_argument("--check", action="store_true", help="only load and check the files; run nothing")
 
 
 def run(args: argparse.Namespace) -> int:
-    scenarios = _load_all(args.files)
+    scenarios = _with_drivers(args.driver, _load_all(args.files))
     faults = _faults(args.fault, scenarios)
     if args.check:
         if args.output == "json":
@@ -74,6 +83,30 @@ def _load_all(files: list[str]) -> list[Scenario]:
     if issues:
         raise ScenarioError(issues)
     return scenarios
+
+
+def _with_drivers(texts: list[str], scenarios: list[Scenario]) -> list[Scenario]:
+    """The scenarios with each ``--driver ID=COMMAND`` run from that command instead of the file's driver."""
+    commands: dict[str, str] = {}
+    for text in texts:
+        driver_id, sep, command = text.partition("=")
+        if not sep or not driver_id or not command.strip():
+            raise UsageError(f"--driver {text!r} is not DRIVER_ID=COMMAND", fix="e.g. --driver 'gpu=./my-driver ...'")
+        if not any(driver.id == driver_id for scenario in scenarios for driver in scenario.drivers):
+            raise UsageError(f"--driver {text}: no scenario has a driver with id {driver_id!r}", fix="use a driver id")
+        commands[driver_id] = command
+    return [
+        attrs.evolve(
+            scenario,
+            drivers=tuple(
+                attrs.evolve(driver, command=commands[driver.id], reference=None, external=False)
+                if driver.id in commands
+                else driver
+                for driver in scenario.drivers
+            ),
+        )
+        for scenario in scenarios
+    ]
 
 
 def _faults(texts: list[str], scenarios: list[Scenario]) -> dict[str, dict[str, str]]:
