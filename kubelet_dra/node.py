@@ -148,6 +148,7 @@ class Node:
             clock=self._clock.time,
             sleep=self._clock.sleep,
             on_change=self._notify,
+            recorder=self.recorder,
         )
         self.startup_wipe: asyncio.Task[WipeOutcome] | None = None
         self.manager: DRAManager | None = None

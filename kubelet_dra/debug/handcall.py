@@ -21,6 +21,7 @@ from google.protobuf.message import Message
 from kubelet_dra.api import dra_health_v1alpha1_pb2 as health_pb2
 from kubelet_dra.api import dra_v1_pb2
 from kubelet_dra.api import pluginregistration_pb2 as registration_pb2
+from kubelet_dra.api.calls import message_json
 from kubelet_dra.api.goformat import go_status_error
 from kubelet_dra.api.services import DRA_HEALTH, DRA_SERVICES, DRA_V1, REGISTRATION, PluginType, Service, negotiate
 from kubelet_dra.errors import DriverError, UsageError
@@ -32,7 +33,6 @@ from kubelet_dra.metrics import DRAMetrics
 from kubelet_dra.plugins import DEFAULT_CALL_TIMEOUT, CallRecord, CallRecorder, DRAClient
 from kubelet_dra.plugins.manager import target_error
 from kubelet_dra.plugins.rawcall import call_once
-from kubelet_dra.plugins.recorder import message_json
 from kubelet_dra.registration.handshake import DEFAULT_TIMEOUTS, why_dial_failed
 from kubelet_dra.testbed import objects
 

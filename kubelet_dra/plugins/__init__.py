@@ -4,6 +4,7 @@
 sockets; the node and the DRA manager call drivers through ``get_plugin(name).client``.
 """
 
+from kubelet_dra.api.calls import CallRecord, CallRecorder
 from kubelet_dra.plugins.client import DEFAULT_CALL_TIMEOUT, DRAClient
 from kubelet_dra.plugins.health import DeviceHealth, Health, HealthCache
 from kubelet_dra.plugins.instance import PluginInstance
@@ -15,7 +16,6 @@ from kubelet_dra.plugins.manager import (
     PluginMap,
     PluginRejected,
 )
-from kubelet_dra.plugins.recorder import CallRecord, CallRecorder
 from kubelet_dra.plugins.wipes import DEFAULT_WIPING_DELAY
 
 __all__ = [

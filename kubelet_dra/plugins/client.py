@@ -10,7 +10,6 @@ line about it and in its record. Each unary call is also timed into the node's
 from __future__ import annotations
 
 import asyncio
-import itertools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -20,22 +19,15 @@ from google.protobuf.message import Message
 
 from kubelet_dra.api import dra_health_v1alpha1_pb2 as health_pb2
 from kubelet_dra.api import dra_v1_pb2
+from kubelet_dra.api.calls import CallRecord, CallRecorder, message_json, next_request_id
 from kubelet_dra.api.convert import to_service
 from kubelet_dra.api.services import DRA_HEALTH, DRA_V1, Service
 from kubelet_dra.log import Logger
 from kubelet_dra.metrics import DRAMetrics
-from kubelet_dra.plugins.recorder import CallRecord, CallRecorder, message_json
 
 DEFAULT_CALL_TIMEOUT = 45.0
 CONNECTION_CLOSING = "grpc: the client connection is closing"
 """What Go's gRPC client answers (code CANCELLED) for a call whose connection is closed under it."""
-
-_request_ids = itertools.count(1)
-
-
-def next_request_id() -> int:
-    """The process-wide request ID counter shared by all calls and streams."""
-    return next(_request_ids)
 
 
 class DRAClient:

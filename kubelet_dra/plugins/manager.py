@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import grpc
 
 from kubelet_dra.api import dra_health_v1alpha1_pb2 as health_pb2
+from kubelet_dra.api.calls import CallRecorder
 from kubelet_dra.api.goformat import go_quote
 from kubelet_dra.api.services import Service, negotiate
 from kubelet_dra.errors import DriverError
@@ -24,7 +25,6 @@ from kubelet_dra.metrics import DRAMetrics
 from kubelet_dra.plugins.client import DEFAULT_CALL_TIMEOUT, DRAClient
 from kubelet_dra.plugins.health import HealthCache
 from kubelet_dra.plugins.instance import PluginInstance
-from kubelet_dra.plugins.recorder import CallRecorder
 from kubelet_dra.plugins.wipes import DEFAULT_WIPING_DELAY, WipeScheduler
 
 DEFAULT_HEALTH_RESTART_DELAY = 5.0

@@ -12,9 +12,8 @@ import time
 import grpc
 from google.protobuf.message import Message
 
+from kubelet_dra.api.calls import CallRecord, message_json, next_request_id
 from kubelet_dra.log import Logger
-from kubelet_dra.plugins.client import next_request_id
-from kubelet_dra.plugins.recorder import CallRecord, message_json
 
 
 async def call_once(

@@ -11,13 +11,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, NoReturn
 
 import attrs
 import grpc
+from google.protobuf.message import Message
 
 from kubelet_dra.api import pluginregistration_pb2 as registration_pb2
+from kubelet_dra.api.calls import CallRecord, CallRecorder, message_json, next_request_id
 from kubelet_dra.api.goformat import go_rpc_error
 from kubelet_dra.api.services import REGISTRATION
 from kubelet_dra.log import Logger
@@ -89,11 +92,13 @@ class Handshake:
         actual: ActualStateOfWorld,
         timeouts: HandshakeTimeouts,
         log: Logger,
+        recorder: CallRecorder | None = None,
     ) -> None:
         self._handlers = handlers
         self._actual = actual
         self._timeouts = timeouts
         self._log = log
+        self._recorder = recorder
 
     async def register(self, plugin: DesiredPlugin) -> None:
         path = plugin.socket_path
@@ -124,10 +129,10 @@ class Handshake:
             except Exception as err:  # same contract as validation
                 self._actual.remove(path)
                 message = f"{PREFIX}plugin registration failed with err: {err}"
-                rpc_error = await self._notify(stub, False, message)
+                rpc_error = await self._notify(stub, path, False, message)
                 diagnosis = self._diagnose_registration(path, message, str(err), endpoint)
                 raise RegistrationFailed(_with_rpc_error(message, rpc_error), diagnosis) from err
-            rpc_error = await self._notify(stub, True, "")
+            rpc_error = await self._notify(stub, path, True, "")
             if rpc_error is not None:
                 self._actual.remove(path)
                 await handler.deregister_plugin(info.name, endpoint)
@@ -161,7 +166,9 @@ class Handshake:
 
     async def _get_info(self, stub: Any, path: str) -> registration_pb2.PluginInfo:
         try:
-            return await stub.GetInfo(registration_pb2.InfoRequest(), timeout=self._timeouts.get_info)
+            return await self._call(
+                stub.GetInfo, "GetInfo", registration_pb2.InfoRequest(), path, self._timeouts.get_info
+            )
         except grpc.aio.AioRpcError as err:
             message = f"{PREFIX}failed to get plugin info using RPC GetInfo at socket {path}, err: {go_rpc_error(err)}"
             cause = {
@@ -170,18 +177,51 @@ class Handshake:
             }.get(err.code(), f"GetInfo failed with {err.code().name}: {err.details()}")
             raise RegistrationFailed(message, diagnose("F3", socket=path, cause=cause, message=message)) from err
 
-    async def _notify(self, stub: Any, registered: bool, error: str) -> str | None:
+    async def _notify(self, stub: Any, path: str, registered: bool, error: str) -> str | None:
         """Send the status; the Go text of the call's gRPC error, or ``None`` when the driver accepted it."""
         status = registration_pb2.RegistrationStatus(plugin_registered=registered, error=error)
         try:
-            await stub.NotifyRegistrationStatus(status, timeout=self._timeouts.notify)
+            await self._call(
+                stub.NotifyRegistrationStatus, "NotifyRegistrationStatus", status, path, self._timeouts.notify
+            )
         except grpc.aio.AioRpcError as err:
             return go_rpc_error(err)
         return None
 
+    async def _call(self, rpc: Any, method: str, request: Message, path: str, timeout: float) -> Any:
+        """One registration RPC with a request ID, recorded like every DRA call (the driver is not known yet)."""
+        request_id = next_request_id()
+        self._log.v(6).info("Calling", requestID=request_id, method=method, socket=path, request=message_json(request))
+        started, clock = time.time(), time.monotonic()
+        response: Message | None = None
+        status, details = "OK", ""
+        try:
+            response = await rpc(request, timeout=timeout)
+            return response
+        except grpc.aio.AioRpcError as err:
+            status, details = err.code().name, err.details() or ""
+            raise
+        finally:
+            if self._recorder is not None:
+                self._recorder.add(
+                    CallRecord(
+                        request_id=request_id,
+                        driver="",
+                        endpoint=path,
+                        method=REGISTRATION.method_path(method),
+                        streaming=False,
+                        request=message_json(request),
+                        response=message_json(response) if response is not None else None,
+                        status=status,
+                        details=details,
+                        started_at=started,
+                        duration=time.monotonic() - clock,
+                    )
+                )
+
     async def _reject(self, stub: Any, path: str, message: str, mode_id: str, cause: str) -> NoReturn:
         """Tell the plugin why it is rejected; fails the attempt behind the kubelet's misleading prefix."""
-        rpc_error = await self._notify(stub, False, message)
+        rpc_error = await self._notify(stub, path, False, message)
         attempt_error = f"{PREFIX}failed to send error at socket {path}, err: {_with_rpc_error(message, rpc_error)}"
         raise RegistrationFailed(attempt_error, diagnose(mode_id, socket=path, cause=cause, message=message))
 

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 import attrs
 
+from kubelet_dra.api.calls import CallRecorder
 from kubelet_dra.log import Logger, get_logger
 from kubelet_dra.registration.diagnosis import Diagnosis, diagnose
 from kubelet_dra.registration.handler import PluginHandler
@@ -61,6 +62,7 @@ class PluginManager:
         sleep: Callable[[float], Awaitable[None]],
         log: Logger | None = None,
         on_change: Callable[[], None] = _ignore,
+        recorder: CallRecorder | None = None,
     ) -> None:
         self._log = log or get_logger("registration")
         self._on_change = on_change
@@ -71,7 +73,9 @@ class PluginManager:
         self.desired = DesiredStateOfWorld(clock=clock, on_change=self._changed)
         self.actual = ActualStateOfWorld(on_change=self._changed)
         self._executor = OperationExecutor(clock=clock, log=self._log, on_finished=self._changed)
-        self._handshake = Handshake(handlers=handlers, actual=self.actual, timeouts=timeouts, log=self._log)
+        self._handshake = Handshake(
+            handlers=handlers, actual=self.actual, timeouts=timeouts, log=self._log, recorder=recorder
+        )
         self._reconciler = Reconciler(
             desired=self.desired,
             actual=self.actual,

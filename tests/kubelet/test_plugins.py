@@ -272,3 +272,26 @@ async def test_driver_without_health_service_is_retried_every_five_seconds(node_
         assert (record.status, record.streaming) == ("UNIMPLEMENTED", True)
         await clock.advance(5)
         await node.wait_for(lambda: len(node.recorder.records(method="NodeWatchResources")) == 2)
+
+
+async def test_the_registration_handshake_is_recorded_too(node_factory, make_driver, tmp: Path):
+    """GetInfo and NotifyRegistrationStatus belong to a trace: a rejected driver's handshake is all there is."""
+    rejected = make_driver(name="rejected.example.com", versions=[], service_socket_name="rejected.sock")
+    accepted = make_driver(versions=["v1.DRAPlugin"])
+    live = tmp / "calls.jsonl"
+    async with node_factory(record_calls=str(live)) as node:
+        await rejected.start()
+        await rejected.wait_for_status()
+        await accepted.start()
+        await node.wait_for(connected(node, accepted.name))
+        handshake = [json.loads(line) for line in live.read_text().splitlines() if "Registration/" in line]
+    by_socket: dict[str, list[tuple[str, object]]] = {}
+    for record in handshake:
+        request = record["request"].get("plugin_registered", record["request"])
+        by_socket.setdefault(record["endpoint"], []).append((record["method"].rsplit("/", 1)[1], request))
+    # the rejected socket is retried with backoff: its first attempt is the pair
+    assert by_socket[str(rejected.registration_socket)][:2] == [("GetInfo", {}), ("NotifyRegistrationStatus", False)]
+    assert by_socket[str(accepted.registration_socket)] == [("GetInfo", {}), ("NotifyRegistrationStatus", True)]
+    info = next(r for r in handshake if r["endpoint"] == str(accepted.registration_socket))
+    assert info["method"] == "/pluginregistration.Registration/GetInfo" and info["status"] == "OK"
+    assert info["response"]["supported_versions"] == ["v1.DRAPlugin"] and info["request_id"] > 0

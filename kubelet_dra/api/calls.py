@@ -1,12 +1,16 @@
-"""Every gRPC call and stream made to a DRA driver, as data: queryable in-process, exportable as JSON lines.
+"""Every gRPC call and stream made to a driver, as data: queryable in-process, exportable as JSON lines.
 
-A record holds the full method, the request and response as JSON (protobuf's JSON mapping, as
-they went over the wire, i.e. in the plugin's API version), the gRPC status, the duration, the
-per-process request ID, and which driver instance was called.
+The registration handshake (GetInfo, NotifyRegistrationStatus) and the DRA calls and streams are
+recorded alike, so a trace shows a driver's whole life. A record holds the full method, the
+request and response as JSON (protobuf's JSON mapping, as they went over the wire, i.e. in the
+plugin's API version), the gRPC status, the duration, the per-process request ID, and which
+driver instance was called. It lives below both the registration and the plugins packages,
+which each record their own calls.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -16,6 +20,13 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from kubelet_dra.errors import ConfigError
+
+_request_ids = itertools.count(1)
+
+
+def next_request_id() -> int:
+    """The process-wide request ID counter shared by all calls and streams."""
+    return next(_request_ids)
 
 
 def message_json(message: Message) -> dict[str, Any]:
