@@ -13,11 +13,13 @@ class KubeletDRAError(Exception):
 
     exit_code = 2
 
-    def __init__(self, what: str, *, where: str = "", fix: str = "") -> None:
+    def __init__(self, what: str, *, where: str = "", fix: str = "", details: str = "") -> None:
         super().__init__(what)
         self.what = what
         self.where = where
         self.fix = fix
+        self.details = details
+        """Lines printed in full after the one-line message (e.g. the end of a driver's log)."""
 
     def __str__(self) -> str:
         text = f"{self.where}: {self.what}" if self.where else self.what
@@ -40,3 +42,9 @@ class StateError(KubeletDRAError):
 
 class DriverError(KubeletDRAError):
     """A driver's answer breaks the protocol or is one the kubelet would reject."""
+
+
+class DriverStartError(KubeletDRAError):
+    """The driver under test exited as it started, so nothing can be checked; it is the driver's failure."""
+
+    exit_code = 1

@@ -100,17 +100,17 @@ def example_driver_cmd(bin_dir: Path, profile: str) -> str:
     """
     return (
         f"{bin_dir}/dra-example-kubeletplugin --node-name {{node}} --kubeconfig {{kubeconfig}}"
-        " --kubelet-registrar-directory-path {registry_dir} --kubelet-plugins-directory-path {plugin_dir}"
+        " --kubelet-registrar-directory-path {registry_dir} --kubelet-plugins-directory-path {plugins_root}"
         f" --cdi-root {{cdi_root}} --device-profile {profile} --kube-api-qps 1000 --kube-api-burst 1000"
     )
 
 
 def kubernetes_test_driver_cmd(bin_dir: Path) -> str:
-    """``--driver-cmd`` of Kubernetes' DRA test driver; it exits at once unless ``<datadir>/<driver>`` exists."""
+    """``--driver-cmd`` of Kubernetes' DRA test driver; give ``--driver-name`` too, so that the suite makes its
+    ``<plugins root>/<driver>`` dir (the driver exits at once without it)."""
     return (
-        f"sh -c 'mkdir -p {{plugin_dir}}/{TEST_DRIVER} && exec {bin_dir}/dra-test-driver --kubeconfig {{kubeconfig}}"
-        " kubelet-plugin --node-name {node} --plugin-registration-path {registry_dir} --datadir {plugin_dir}"
-        " --cdi-dir {cdi_root}'"
+        f"{bin_dir}/dra-test-driver --kubeconfig {{kubeconfig}} kubelet-plugin --node-name {{node}}"
+        " --plugin-registration-path {registry_dir} --datadir {plugins_root} --cdi-dir {cdi_root}"
     )
 
 

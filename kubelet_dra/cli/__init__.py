@@ -108,6 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.verbosity >= TRACEBACK_VERBOSITY:
             traceback.print_exc()
         print(f"kubelet-dra: error: {err}", file=sys.stderr)
+        if err.details:
+            print(err.details, file=sys.stderr)
         return err.exit_code
     except KeyboardInterrupt:
         print("kubelet-dra: interrupted", file=sys.stderr)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import shlex
 import time
 import traceback
 from collections.abc import Callable, Iterable
@@ -35,7 +36,7 @@ from kubelet_dra.conformance.framework import (
     all_checks,
 )
 from kubelet_dra.conformance.probe import Probe
-from kubelet_dra.errors import StateError, UsageError
+from kubelet_dra.errors import DriverStartError, StateError, UsageError
 from kubelet_dra.junit import FAILED, PASSED, SKIPPED
 from kubelet_dra.node import NodeOptions
 from kubelet_dra.plugins import CallRecord
@@ -283,6 +284,14 @@ class _Suite:
             await self.driver.start()
         probe = Probe(self.bed, self.driver, self.target.driver_name, self.target.registration_timeout)
         self.capabilities = await probe.run()
+        if self.driver is not None and self.driver.returncode is not None:
+            raise DriverStartError(
+                f"the driver exited with code {self.driver.returncode} as it started; no check was run",
+                where="--driver-cmd",
+                fix="see the end of its log below; run the command by hand to try a fix",
+                details=f"command: {shlex.join(self.driver.argv)}\n"
+                f"last lines of its log ({self.driver.log_path}):\n{self.driver.log_tail()}",
+            )
         if not self.capabilities.registration_error:
             await self._use_device_class()
             self._had_slices = await self._wait_for_slices(self.target.registration_timeout)

@@ -74,6 +74,8 @@ class Testbed:
         self.workdir = workdir or Path(tempfile.mkdtemp(prefix="kd-", dir="/tmp"))
         self.registry_dir = Path(options.registry_dir or self.workdir / "registry")
         self.cdi_root = Path(options.cdi_root or self.workdir / "cdi")
+        self.plugins_root = self.workdir / "plugins"
+        """The kubelet's plugins dir: each driver's own dir is below it."""
         self.state_dir = Path(options.node.state_dir or self.workdir / "state")
         self.kubeconfig = Path(options.kubeconfig) if options.kubeconfig else self.workdir / "kubeconfig"
         self.drivers: list[DriverProcess] = []
@@ -222,6 +224,7 @@ class Testbed:
             "kubeconfig": str(self.kubeconfig),
             "registry_dir": str(self.registry_dir),
             "plugin_dir": str(plugin_dir),
+            "plugins_root": str(self.plugins_root),
             "cdi_root": str(self.cdi_root),
             "driver": spec.name or "",
             "python": sys.executable,
@@ -232,7 +235,9 @@ class Testbed:
         key = spec.key
         if any(driver.spec.key == key for driver in self.drivers):
             key = f"{key}{len(self.drivers)}"
-        plugin_dir = self.workdir / "plugins" / key
+        plugin_dir = self.plugins_root / key
+        if spec.name:  # a kubelet host has the driver's dir under the plugins root (Kubernetes' test driver needs it)
+            (self.plugins_root / spec.name).mkdir(parents=True, exist_ok=True)
         process = DriverProcess(spec, self.placeholders(spec, plugin_dir), plugin_dir, self.workdir / f"{key}.log")
         self.drivers.append(process)
         return process

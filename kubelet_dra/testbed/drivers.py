@@ -2,8 +2,10 @@
 
 The suites treat every driver alike, the bundled reference driver included: a command line with
 placeholders that the testbed fills in (``{node}``, ``{kubeconfig}``, ``{registry_dir}``,
-``{plugin_dir}``, ``{cdi_root}``, ``{driver}``, ``{python}``). The reference driver also listens
-on a control socket in its plugin dir; ``faults``/``health``/``status`` speak to it there.
+``{plugin_dir}``, ``{plugins_root}``, ``{cdi_root}``, ``{driver}``, ``{python}``). ``{plugins_root}``
+is the kubelet's plugins directory for drivers on the kubeletplugin helper, which serve
+``<root>/<driver>/dra.sock``. The reference driver also listens on a control socket in its plugin
+dir; ``faults``/``health``/``status`` speak to it there.
 """
 
 from __future__ import annotations
@@ -24,7 +26,16 @@ from kubelet_dra.driver.settings import CONTROL_SOCKET
 from kubelet_dra.errors import UsageError
 from kubelet_dra.log import get_logger
 
-PLACEHOLDERS: tuple[str, ...] = ("node", "kubeconfig", "registry_dir", "plugin_dir", "cdi_root", "driver", "python")
+PLACEHOLDERS: tuple[str, ...] = (
+    "node",
+    "kubeconfig",
+    "registry_dir",
+    "plugin_dir",
+    "plugins_root",
+    "cdi_root",
+    "driver",
+    "python",
+)
 REFERENCE_DRIVER = (
     "{python} -m kubelet_dra driver --driver-name {driver} --node-name {node} --kubeconfig {kubeconfig}"
     " --registry-dir {registry_dir} --plugin-dir {plugin_dir} --cdi-root {cdi_root}"

@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from realk8s import TEST_DRIVER, example_driver_cmd, kubernetes_test_driver_cmd
 
 from .reference import REFERENCE, already_running, with_fault
 
@@ -125,3 +126,24 @@ def test_the_pytest_plugin_makes_each_check_a_test(tmp_path: Path):
     assert cases["test_check[REG-004]"].find("failure") is not None
     untargeted = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert untargeted.returncode == 0 and "2 skipped" in untargeted.stdout, untargeted.stdout
+
+
+def test_a_driver_that_exits_at_start_stops_the_run_once_with_its_log():
+    reason = "F1125 fatal: flag --datadir: /var/lib/kubelet/plugins/x: no such file or directory"
+    result = conformance("--driver-cmd", f"sh -c 'echo starting; echo \"{reason}\" >&2; exit 3'")
+    assert result.returncode == 1 and not result.stdout
+    assert result.stderr.count("the driver exited with code 3 as it started; no check was run") == 1
+    assert f"\n{reason}\n" in result.stderr, "the reason is printed in full, on its own line"
+    assert "command: sh -c" in result.stderr and "Traceback" not in result.stderr
+    assert "REG-001" not in result.stderr, "no check ran"
+
+
+def test_help_shows_the_real_drivers_commands_the_interop_tests_run():
+    """The commands in ``--help`` are the ones proven against the real drivers, word for word."""
+    result = conformance("--help")
+    assert result.returncode == 0, result.stderr
+    shown = " ".join(result.stdout.split())
+    bin_dir = Path("/bin-dir")
+    for command in (example_driver_cmd(bin_dir, "gpu"), kubernetes_test_driver_cmd(bin_dir)):
+        assert command.replace(f"{bin_dir}/", "") in shown, command
+    assert f"--driver-name {TEST_DRIVER} --driver-cmd" in shown

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from realk8s import DRIVER_DEFECTS, client_go_refusals, conformance_verdicts, kubernetes_test_driver_cmd
+from helpers import kubelet_dra
+from realk8s import DRIVER_DEFECTS, TEST_DRIVER, client_go_refusals, conformance_verdicts, kubernetes_test_driver_cmd
 from test_conformance_example_driver import SERVERS, cluster_args, run_conformance
 
 
@@ -14,7 +15,8 @@ async def test_the_kubernetes_test_driver_fails_only_its_proven_defects(
     request: pytest.FixtureRequest, interop_bin: Path, server: str
 ):
     args = cluster_args(request, server, "test-driver-node")
-    code, report, log = await run_conformance(kubernetes_test_driver_cmd(interop_bin), *args)
+    command = kubernetes_test_driver_cmd(interop_bin)
+    code, report, log = await run_conformance(command, "--driver-name", TEST_DRIVER, *args)
     counts, unexplained = conformance_verdicts(report, "dra-test-driver")
     assert not unexplained, f"{counts}: " + "\n".join(unexplained)
     failed = {check["id"] for check in report["checks"] if check["result"] == "failed"}
@@ -23,3 +25,12 @@ async def test_the_kubernetes_test_driver_fails_only_its_proven_defects(
     assert not client_go_refusals(log), client_go_refusals(log)[:5]
     pre_006 = next(check for check in report["checks"] if check["id"] == "PRE-006")
     assert pre_006["result"] == "skipped" and "does not check allocations" in pre_006["reason"]
+
+
+async def test_a_driver_that_exits_at_start_stops_the_run_with_its_reason(interop_bin: Path):
+    """Without --driver-name the suite cannot make the test driver's dir, and the driver exits at once."""
+    code, out, err = await kubelet_dra("conformance", "--driver-cmd", kubernetes_test_driver_cmd(interop_bin))
+    assert code == 1 and not out
+    assert err.count("the driver exited with code 1 as it started; no check was run") == 1
+    assert "bind: no such file or directory" in err, err
+    assert "Traceback" not in err
