@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import textwrap
 
 from kubelet_dra.cli import output
 from kubelet_dra.cli.command import Command
@@ -15,8 +16,22 @@ from kubelet_dra.testbed import PLACEHOLDERS
 
 DEFAULTS = SuiteOptions()
 
+REAL_DRIVERS = """\
+real Go drivers (they take the kubelet's plugins root and serve <root>/<driver>/dra.sock):
+  kubelet-dra conformance --driver-cmd 'dra-example-kubeletplugin --node-name {node} --kubeconfig {kubeconfig}
+    --kubelet-registrar-directory-path {registry_dir} --kubelet-plugins-directory-path {plugins_root}
+    --cdi-root {cdi_root} --device-profile gpu --kube-api-qps 1000 --kube-api-burst 1000'
+  kubelet-dra conformance --driver-name test-driver.cdi.k8s.io --driver-cmd 'dra-test-driver
+    --kubeconfig {kubeconfig} kubelet-plugin --node-name {node} --plugin-registration-path {registry_dir}
+    --datadir {plugins_root} --cdi-dir {cdi_root}'
+  (--driver-name makes the suite create <root>/<driver>, which the test driver needs to exist)
+"""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter  # keeps the commands' lines
+    parser.description = textwrap.fill(parser.description or "", 79)
+    parser.epilog = REAL_DRIVERS
     target = parser.add_argument_group(
         "the driver under test: --driver-cmd, or --registry-dir with --kubeconfig; --kubeconfig alone picks the cluster"
     )

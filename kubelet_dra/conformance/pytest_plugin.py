@@ -15,6 +15,7 @@ from kubelet_dra.conformance.context import SuiteOptions
 from kubelet_dra.conformance.framework import all_checks
 from kubelet_dra.conformance.report import calls_text
 from kubelet_dra.conformance.runner import Selection, SuiteResult, Target, run_suite
+from kubelet_dra.errors import DriverStartError
 from kubelet_dra.junit import FAILED, SKIPPED
 
 SELECTED = pytest.StashKey[list[str]]()
@@ -67,7 +68,10 @@ def conformance_suite(request: pytest.FixtureRequest) -> SuiteResult:
     )
     ids = request.config.stash.get(SELECTED, [])
     selection = Selection(focus="^(" + "|".join(ids) + ")$")
-    return asyncio.run(run_suite(target, options, selection))
+    try:
+        return asyncio.run(run_suite(target, options, selection))
+    except DriverStartError as err:  # once for the session, not once per check
+        pytest.exit(f"{err}\n{err.details}", returncode=pytest.ExitCode.TESTS_FAILED)
 
 
 def verdict(suite: SuiteResult, check_id: str) -> None:

@@ -126,6 +126,13 @@ def test_the_pytest_plugin_makes_each_check_a_test(tmp_path: Path):
     assert cases["test_check[REG-004]"].find("failure") is not None
     untargeted = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert untargeted.returncode == 0 and "2 skipped" in untargeted.stdout, untargeted.stdout
+    exiting = subprocess.run(
+        [*command, "--driver-cmd", "sh -c 'echo no devices on this host >&2; exit 4'"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert exiting.returncode == 1, exiting.stdout + exiting.stderr
+    assert exiting.stdout.count("the driver exited with code 4 as it started") == 1, exiting.stdout
+    assert "\nno devices on this host" in exiting.stdout and "Traceback" not in exiting.stdout
 
 
 def test_a_driver_that_exits_at_start_stops_the_run_once_with_its_log():

@@ -150,6 +150,18 @@ async def test_any_command_line_is_a_driver():
         await bed.until(lambda: not any(bed.registry_dir.iterdir()), timeout=10, what="sockets removed")
 
 
+async def test_a_driver_given_the_plugins_root_finds_its_own_dir_there_and_serves_in_it():
+    """Go drivers take the kubelet's plugins root and serve ``<root>/<driver>/dra.sock``; some exit when that
+    dir is missing (``exit 9`` here), as Kubernetes' test driver does."""
+    command = 'sh -c \'test -d {plugins_root}/{driver} || exit 9; exec "$0" "$@"\' {python} -m kubelet_dra driver'
+    command += " --driver-name {driver} --node-name {node} --kubeconfig {kubeconfig} --registry-dir {registry_dir}"
+    command += " --plugin-dir {plugins_root}/{driver} --cdi-root {cdi_root}"
+    async with Testbed() as bed:
+        driver = await bed.add_driver(DriverSpec(GPU, command=command))
+        assert driver.running and (bed.plugins_root / GPU / "dra.sock").is_socket()
+        assert bed.usable(GPU)
+
+
 async def test_a_driver_that_exits_is_reported_with_its_log():
     command = f"{sys.executable} -c \"import sys; print('no GPUs here', file=sys.stderr); sys.exit(3)\""
     bed = Testbed()
