@@ -115,6 +115,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--junit", metavar="FILE", help="also write the results as JUnit XML to FILE")
     parser.add_argument("--keep", action="store_true", help="keep the work dir (logs, sockets, state)")
+    parser.add_argument(
+        "--record-calls",
+        metavar="FILE",
+        help="append every gRPC call to the driver to this JSON-lines file, as kubelet-dra run does",
+    )
 
 
 def _positive_int(text: str) -> int:
@@ -148,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
         node_restricted=args.node_restricted,
         registration_timeout=args.registration_timeout,
         keep=args.keep,
+        record_calls=args.record_calls,
     )
     options = SuiteOptions(
         idempotency_count=args.idempotency_count,

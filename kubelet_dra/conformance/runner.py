@@ -79,6 +79,8 @@ class Target:
     node_restricted: bool = False
     registration_timeout: float = REGISTRATION_TIMEOUT
     keep: bool = False
+    record_calls: str | None = None
+    """A JSON-lines file every gRPC call to the driver is appended to (the handshake and the checks' own)."""
     cdi_root: str | None = None
     """Where the driver writes its CDI spec files; ``None``: the ``{cdi_root}`` the suite gives a driver it
     starts, else the container runtimes' usual root (``DEFAULT_CDI_ROOT``)."""
@@ -219,7 +221,7 @@ async def run_suite(
             kubeconfig=target.kubeconfig,
             registry_dir=target.registry_dir,
             cdi_root=target.cdi_root or (DEFAULT_CDI_ROOT if target.registry_dir is not None else None),
-            node=NodeOptions(pod_retry_period=POD_RETRY_PERIOD),
+            node=NodeOptions(pod_retry_period=POD_RETRY_PERIOD, record_calls=target.record_calls),
             node_restricted=target.node_restricted,
             keep=target.keep,
         )

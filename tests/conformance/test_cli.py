@@ -154,3 +154,15 @@ def test_help_shows_the_real_drivers_commands_the_interop_tests_run():
     for command in (example_driver_cmd(bin_dir, "gpu"), kubernetes_test_driver_cmd(bin_dir)):
         assert command.replace(f"{bin_dir}/", "") in shown, command
     assert f"--driver-name {TEST_DRIVER} --driver-cmd" in shown
+
+
+def test_record_calls_traces_the_handshake_and_every_check_call(tmp_path: Path):
+    trace = tmp_path / "calls.jsonl"
+    result = conformance("--driver-cmd", REFERENCE, "--focus", "^PRE-001$", "--record-calls", str(trace))
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    methods = [record["method"].rsplit("/", 1)[1] for record in records]
+    assert methods[:2] == ["GetInfo", "NotifyRegistrationStatus"], methods
+    assert "NodePrepareResources" in methods, "the check's own calls are there too"
+    ids = [record["request_id"] for record in records]
+    assert all(isinstance(i, int) and i > 0 for i in ids) and len(set(ids)) == len(ids)
