@@ -66,3 +66,19 @@ async def test_the_republish_checks_judge_one_kubelet_restart() -> None:
     assert results["LIF-007"].seconds >= republish / 2, "the first check waits for the driver's republish"
     # Another restart would wait for another republish: a check shorter than that delay made none.
     assert results["SLC-006"].seconds < republish and results["SLC-007"].seconds < republish, "no second restart"
+
+
+async def test_a_late_republish_is_told_from_one_that_never_comes() -> None:
+    """A driver past the limit but back while watched is late, with its time; the limit stays the verdict."""
+    options = SuiteOptions(republish_within=1.5)
+    late = await run_suite(
+        Target(driver_cmd=f"{REFERENCE} --republish-delay 2.2"), options, Selection(focus="^SLC-006$")
+    )
+    (result,) = late.results
+    assert result.result == "failed" and result.reason.startswith("late: the wiped slices were published again after ")
+    seconds = float(result.reason.split("after ")[1].split(" s")[0])
+    assert 1.5 < seconds < 3.0, result.reason
+    in_time = await run_suite(
+        Target(driver_cmd=f"{REFERENCE} --republish-delay 0.5"), options, Selection(focus="^SLC-006$")
+    )
+    assert in_time.results[0].result == "passed", in_time.results[0].reason
