@@ -10,8 +10,10 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import attrs
+import urllib3
 
 REPO = Path(__file__).resolve().parents[1]
 INTEROP_DIR = Path(os.environ.get("KDRA_INTEROP_DIR", REPO.parent / "shared" / "interop"))
@@ -139,3 +141,32 @@ def conformance_verdicts(report: dict, driver: str) -> tuple[dict[str, int], lis
         if check["result"] == "skipped" and not check["reason"]
     ]
     return report["counts"], unexplained
+
+
+class Api:
+    """One API server over HTTPS as a raw client sees it: no client library between the test and the bytes."""
+
+    def __init__(self, url: str, token: str, ca: str) -> None:
+        self.url, self.token = url, token
+        self.pool = urllib3.PoolManager(ca_certs=ca)
+
+    def raw(
+        self, method: str, path: str, body: bytes | None = None, *, content_type: str = "", accept: str = ""
+    ) -> urllib3.BaseHTTPResponse:
+        headers = {"Authorization": f"Bearer {self.token}"}
+        if accept:
+            headers["Accept"] = accept
+        if body is not None:
+            headers["Content-Type"] = content_type
+        return self.pool.request(method, self.url + path, body=body, headers=headers, retries=False, timeout=30)
+
+    def __call__(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
+    ) -> tuple[int, Any]:
+        """Status code and decoded JSON answer (the text when the answer is not JSON)."""
+        data = body if isinstance(body, bytes | None) else json.dumps(body).encode()
+        response = self.raw(method, path, data, content_type=content_type, accept="application/json")
+        try:
+            return response.status, json.loads(response.data)
+        except ValueError:
+            return response.status, response.data.decode(errors="replace")

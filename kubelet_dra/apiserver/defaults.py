@@ -25,7 +25,13 @@ _DEFAULT_VOLUME_MODE = 0o644  # secret, configMap, downwardAPI and projected vol
 
 
 def apply_defaults(rt: ResourceType, obj: Obj) -> None:
-    """Fill defaulted fields of ``obj`` (storage version) in place."""
+    """Fill defaulted fields of ``obj`` (storage version) in place; empty label and annotation maps go,
+    as Go's JSON (omitempty) drops them."""
+    metadata = obj.get("metadata")
+    if isinstance(metadata, dict):
+        for key in ("labels", "annotations"):
+            if metadata.get(key) == {}:
+                del metadata[key]
     defaulter = _DEFAULTERS.get((rt.group, rt.kind))
     if defaulter is not None:
         defaulter(obj)
@@ -82,7 +88,7 @@ def _default_claim_spec(spec: Obj) -> None:
 def _default_resource_claim(claim: Obj) -> None:
     if isinstance(claim.get("spec"), dict):
         _default_claim_spec(claim["spec"])
-    status = claim.get("status")
+    status = claim.setdefault("status", {})  # a struct, not a pointer: Go writes it even when empty
     allocation = status.get("allocation") if isinstance(status, dict) else None
     devices = allocation.get("devices") if isinstance(allocation, dict) else None
     if isinstance(devices, dict):
@@ -92,8 +98,10 @@ def _default_resource_claim(claim: Obj) -> None:
 
 def _default_resource_claim_template(template: Obj) -> None:
     spec = template.get("spec")
-    if isinstance(spec, dict) and isinstance(spec.get("spec"), dict):
-        _default_claim_spec(spec["spec"])
+    if isinstance(spec, dict):
+        spec.setdefault("metadata", {})  # a struct, not a pointer: Go writes it even when empty
+        if isinstance(spec.get("spec"), dict):
+            _default_claim_spec(spec["spec"])
 
 
 def _default_resource_slice(resource_slice: Obj) -> None:

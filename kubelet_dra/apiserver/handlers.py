@@ -172,7 +172,7 @@ class ResourceHandler:
         target, query = call.target, call.query
         patch_type = negotiation.body_media_type(call.request.headers.get("Content-Type"))
         if patch_type not in patch.accepted_types(target.rt.strategic_merge):
-            raise patch.unsupported_media_type(target.rt.strategic_merge)
+            raise patch.unsupported_media_type()
         field_manager = query.get("fieldManager", "")
         force = params.boolean(query, "force")
         if force is not None and patch_type != patch.APPLY_PATCH:

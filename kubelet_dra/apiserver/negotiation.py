@@ -210,8 +210,12 @@ def decode_object(content_type: str | None, body: bytes, kind: str) -> dict[str,
     try:
         document = json.loads(body) if media == JSON else yaml.safe_load(body)
     except (ValueError, yaml.YAMLError) as err:
+        parser = "json" if media == JSON else "yaml"
         raise ApiError(
-            400, "BadRequest", f"the request body is not valid {media.split('/')[1].upper()}: {err}"
+            400,
+            "BadRequest",
+            f"the object provided is unrecognized (must be of type {kind}): couldn't get version/kind;"
+            f" {parser} parse error: {err}",
         ) from err
     if not isinstance(document, dict):
         raise ApiError(400, "BadRequest", "the request body must be a JSON object")

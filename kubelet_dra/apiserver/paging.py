@@ -131,5 +131,5 @@ def decode_continue(token: str) -> tuple[int, str]:
         if not isinstance(list_rv, int) or not isinstance(start, str):
             raise ValueError("malformed token")
     except (ValueError, KeyError, binascii.Error, UnicodeDecodeError) as err:
-        raise status.bad_request(f"invalid continue token: {err}") from None
+        raise status.bad_request(f"invalid continue token: continue key is not valid: {err}") from None
     return list_rv, start

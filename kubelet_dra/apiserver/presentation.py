@@ -75,8 +75,13 @@ class View:
             "kind": self.rt.list_kind,
             "apiVersion": self.rt.api_version(self.version),
             "metadata": list_meta,
-            "items": served,
+            "items": [without_type_meta(item) for item in served],
         }
+
+
+def without_type_meta(obj: dict[str, Any]) -> dict[str, Any]:
+    """A list item as kube-apiserver writes it: the list names the kind and apiVersion, its items do not."""
+    return {key: value for key, value in obj.items() if key not in ("kind", "apiVersion")}
 
 
 def respond(code: int, document: Any, rendering: Rendering, warnings: Sequence[str] = ()) -> web.Response:

@@ -36,6 +36,12 @@ class ResourceType:
     strategic_merge: bool = True
     categories: tuple[str, ...] = ()
     verbs: tuple[str, ...] = VERBS
+    generation: bool = False
+    """Whether kube-apiserver keeps ``metadata.generation`` for the kind (its strategy sets it: Pod,
+    DeviceClass, ResourceSlice; not ConfigMap, ResourceClaim, Node…)."""
+    registry_name: str = ""
+    """The kind's folder in kube-apiserver's etcd keys when it is not the plural (Node: ``minions``); some
+    error messages quote the key."""
 
     @property
     def storage_version(self) -> str:
@@ -48,6 +54,11 @@ class ResourceType:
     def api_version(self, version: str) -> str:
         """The ``apiVersion`` string of an object at ``version`` ("v1" or "resource.k8s.io/v1")."""
         return f"{self.group}/{version}" if self.group else version
+
+    def storage_key(self, namespace: str, name: str) -> str:
+        """The etcd key kube-apiserver stores the object under, as its storage errors quote it."""
+        scope = f"{namespace}/" if self.namespaced else ""
+        return f"/registry/{self.registry_name or self.plural}/{scope}{name}"
 
     @property
     def has_status(self) -> bool:
@@ -70,6 +81,7 @@ RESOURCES: tuple[ResourceType, ...] = (
     ResourceType(
         group="",
         kind="Node",
+        registry_name="minions",
         plural="nodes",
         singular="node",
         namespaced=False,
@@ -83,6 +95,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         kind="Pod",
         plural="pods",
         singular="pod",
+        generation=True,
         namespaced=True,
         versions=("v1",),
         short_names=("po",),
@@ -137,6 +150,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         singular="deviceclass",
         namespaced=False,
         versions=RESOURCE_VERSIONS,
+        generation=True,
     ),
     ResourceType(
         group=RESOURCE_GROUP,
@@ -163,6 +177,7 @@ RESOURCES: tuple[ResourceType, ...] = (
         namespaced=False,
         versions=RESOURCE_VERSIONS,
         field_labels=("spec.nodeName", "spec.driver", "spec.pool.name"),
+        generation=True,
     ),
 )
 
@@ -173,8 +188,7 @@ def lookup(group: str, version: str, plural: str) -> ResourceType:
     """The resource served at ``/apis/<group>/<version>/<plural>``; 404 like kube-apiserver otherwise."""
     rt = _BY_PLURAL.get((group, plural))
     if rt is None or version not in rt.versions:
-        path = f"/apis/{group}/{version}/{plural}" if group else f"/api/{version}/{plural}"
-        raise ApiError(404, "NotFound", f"the server could not find the requested resource ({path})")
+        raise ApiError(404, "NotFound", "the server could not find the requested resource", {})
     return rt
 
 

@@ -89,4 +89,4 @@ def expired(message: str) -> ApiError:
 
 
 def method_not_allowed(message: str) -> ApiError:
-    return ApiError(405, "MethodNotAllowed", message)
+    return ApiError(405, "MethodNotAllowed", message, {})

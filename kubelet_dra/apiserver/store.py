@@ -259,7 +259,11 @@ class Store:
             raise ApiError(500, "InternalError", f"Internal error occurred: {message}", details)
         if namespace:
             self._check_namespace_open(rt, namespace, metadata.get("name") or metadata.get("generateName") or "")
-        metadata.update(uid=self._new_uid(), creationTimestamp=format_time(self._clock()), generation=1)
+        metadata.update(uid=self._new_uid(), creationTimestamp=format_time(self._clock()))
+        if rt.generation:
+            metadata["generation"] = 1
+        else:
+            metadata.pop("generation", None)
         metadata.pop("deletionTimestamp", None)
         metadata.pop("deletionGracePeriodSeconds", None)
         if rt.has_status and (rt.group, rt.kind) not in _STATUS_ON_CREATE:
@@ -306,10 +310,11 @@ class Store:
                 f"the name of the object ({metadata['name']}) does not match the name on the URL ({name})"
             )
         _namespace_of(rt, namespace, metadata)
-        _check_preconditions(rt, old, metadata.get("uid"), metadata.get("resourceVersion"), OPTIMISTIC_LOCK_MESSAGE)
+        _check_update_preconditions(rt, old, metadata.get("uid"), metadata.get("resourceVersion"))
         new = _status_update(old, body) if subresource else _main_update(rt, old, body)
         defaults.apply_defaults(rt, new)
-        new["metadata"]["generation"] = old["metadata"].get("generation", 0) + (0 if _same_spec(old, new) else 1)
+        if rt.generation:
+            new["metadata"]["generation"] = old["metadata"].get("generation", 0) + (0 if _same_spec(old, new) else 1)
         if _unchanged(old, new):
             return old
         validation.validate(rt, new, old)
@@ -337,7 +342,7 @@ class Store:
         A ``metadata.resourceVersion`` inside the patch is a precondition, as with update.
         """
         if patch_type not in patches.accepted_types(rt.strategic_merge):
-            raise patches.unsupported_media_type(rt.strategic_merge)
+            raise patches.unsupported_media_type()
         if patch_type == patches.APPLY_PATCH:
             return self._apply(rt, version, namespace, name, body, subresource, field_manager, force, dry_run)
         current = conversion.from_storage(rt, version, self.get(rt, namespace, name))
@@ -369,9 +374,7 @@ class Store:
         if obj is None:
             raise status.not_found(rt.plural, rt.group, name)
         conditions = preconditions or {}
-        rv = conditions.get("resourceVersion")
-        rv_message = f"Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: "
-        _check_preconditions(rt, obj, conditions.get("uid"), rv, rv_message + obj["metadata"]["resourceVersion"])
+        _check_delete_preconditions(rt, obj, conditions.get("uid"), conditions.get("resourceVersion"))
         if dry_run:
             return obj
         self._removed.clear()
@@ -713,15 +716,36 @@ def _namespace_of(rt: ResourceType, namespace: str | None, metadata: dict[str, A
     return namespace
 
 
-def _check_preconditions(
-    rt: ResourceType, obj: dict[str, Any], uid: str | None, resource_version: str | None, rv_message: str
-) -> None:
+def _check_update_preconditions(rt: ResourceType, old: dict[str, Any], uid: str | None, rv: str | None) -> None:
+    """An update's ``metadata.uid`` and ``resourceVersion`` must be the stored ones, worded as kube-apiserver's
+    storage layer words them."""
+    metadata = old["metadata"]
+    if uid and uid != metadata.get("uid"):
+        key = rt.storage_key(metadata.get("namespace", ""), metadata["name"])
+        why = (
+            f"StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, AdditionalErrorMsg:"
+            f" Precondition failed: UID in precondition: {uid}, UID in object meta: {metadata.get('uid')}"
+        )
+        raise status.conflict(rt.plural, rt.group, metadata["name"], why)
+    if rv and rv != metadata.get("resourceVersion"):
+        raise status.conflict(rt.plural, rt.group, metadata["name"], OPTIMISTIC_LOCK_MESSAGE)
+
+
+def _check_delete_preconditions(rt: ResourceType, obj: dict[str, Any], uid: str | None, rv: str | None) -> None:
+    """DeleteOptions' preconditions; kube-apiserver names the kind, not the resource, in these conflicts."""
     metadata = obj["metadata"]
     if uid and uid != metadata.get("uid"):
-        why = f"Precondition failed: UID in precondition: {uid}, UID in object meta: {metadata.get('uid')}"
-        raise status.conflict(rt.plural, rt.group, metadata["name"], why)
-    if resource_version and resource_version != metadata.get("resourceVersion"):
-        raise status.conflict(rt.plural, rt.group, metadata["name"], rv_message)
+        why = (
+            f"the UID in the precondition ({uid}) does not match the UID in record ({metadata.get('uid')})."
+            " The object might have been deleted and then recreated"
+        )
+        raise status.conflict(rt.kind, rt.group, metadata["name"], why)
+    if rv and rv != metadata.get("resourceVersion"):
+        why = (
+            f"the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record"
+            f" ({metadata.get('resourceVersion')}). The object might have been modified"
+        )
+        raise status.conflict(rt.kind, rt.group, metadata["name"], why)
 
 
 def _main_update(rt: ResourceType, old: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:

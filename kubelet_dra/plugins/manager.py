@@ -91,6 +91,9 @@ class DRAPluginManager:
         self._log = log or get_logger("dra-plugins")
         self._on_change = on_change
         self._store: dict[str, list[PluginInstance]] = {}
+        self.registered_once: set[str] = set()
+        """Every driver that registered since the node started, gone or not: a driver that exits right after
+        registering did start."""
         self.wipes = (
             WipeScheduler(wipe, delay=wiping_delay, clock=clock, sleep=sleep, log=self._log, on_change=on_change)
             if wipe is not None
@@ -111,6 +114,7 @@ class DRAPluginManager:
         instance = self._connect(name, endpoint, service)
         instances = [instance] if replacing else [*self._store.get(name, []), instance]
         self._store[name] = instances
+        self.registered_once.add(name)
         for old in replaced:
             self._log.info(
                 "DRA plugin already registered, the old plugin was replaced and will be forgotten by the kubelet"

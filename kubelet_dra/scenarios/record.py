@@ -121,7 +121,8 @@ class Recorder:
         while True:
             try:
                 listed = await kube.request("GET", path, query=selector)
-                current = {_key(pod): pod for pod in listed.get("items") or []}
+                # list items carry no kind or apiVersion (the list names them), as from kube-apiserver
+                current = {_key(pod): {"apiVersion": "v1", "kind": "Pod", **pod} for pod in listed.get("items") or []}
                 for pod in current.values():
                     await self._pod_changed(pod)
                 for key in [key for key in self.pods if key not in current]:

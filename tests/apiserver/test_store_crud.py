@@ -13,6 +13,7 @@ from test_store_support import (
     NODES,
     PODS,
     RESOURCECLAIMS,
+    RESOURCESLICES,
     Clock,
     configmap,
     make_store,
@@ -21,6 +22,7 @@ from test_store_support import (
 
 from kubelet_dra.apiserver.status import ApiError
 from kubelet_dra.apiserver.store import GENERATE_NAME_ALPHABET
+from kubelet_dra.apiserver.testing import resource_slice_manifest
 
 
 def test_create_assigns_identity_and_a_global_resource_version() -> None:
@@ -34,7 +36,7 @@ def test_create_assigns_identity_and_a_global_resource_version() -> None:
     assert first["metadata"]["uid"] != second["metadata"]["uid"]
     assert first["metadata"]["creationTimestamp"] == "2025-03-04T05:06:07Z"
     assert second["metadata"]["creationTimestamp"] == "2025-03-04T05:07:08Z"
-    assert first["metadata"]["generation"] == 1
+    assert "generation" not in first["metadata"], "kube-apiserver keeps no generation for a ConfigMap"
     assert first["metadata"]["namespace"] == "default"
     assert int(second["metadata"]["resourceVersion"]) == int(first["metadata"]["resourceVersion"]) + 1
     assert store.resource_version == int(second["metadata"]["resourceVersion"])
@@ -143,8 +145,9 @@ def test_update_keeps_server_owned_metadata() -> None:
     created = store.create(CONFIGMAPS, "default", configmap("a"))
     body = configmap("a", labels={"x": "y"}, creationTimestamp="1999-01-01T00:00:00Z", generation=40)
     updated = store.update(CONFIGMAPS, "default", "a", body)
-    for field in ("uid", "creationTimestamp", "generation"):
+    for field in ("uid", "creationTimestamp"):
         assert updated["metadata"][field] == created["metadata"][field]
+    assert "generation" not in updated["metadata"], "a ConfigMap has none, whatever the client sends"
     assert updated["metadata"]["labels"] == {"x": "y"}
 
 
@@ -163,15 +166,22 @@ def test_update_errors() -> None:
     with pytest.raises(ApiError) as err:
         store.update(CONFIGMAPS, "default", "a", configmap("a", uid="not-the-uid"))
     assert err.value.code == 409
+    assert "Key: /registry/configmaps/default/a, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed:" in (
+        err.value.message
+    )
     assert f"UID in precondition: not-the-uid, UID in object meta: {created['metadata']['uid']}" in err.value.message
 
 
 def test_generation_counts_changes_outside_metadata_and_status() -> None:
     store = make_store()
-    store.create(CONFIGMAPS, "default", configmap("a", data={"k": "1"}))
-    relabelled = store.update(CONFIGMAPS, "default", "a", configmap("a", data={"k": "1"}, labels={"l": "1"}))
+    created = store.create(RESOURCESLICES, None, resource_slice_manifest("a"))
+    assert created["metadata"]["generation"] == 1
+    relabelled = store.update(
+        RESOURCESLICES, None, "a", {**created, "metadata": {**created["metadata"], "labels": {"l": "1"}}}
+    )
     assert relabelled["metadata"]["generation"] == 1
-    changed = store.update(CONFIGMAPS, "default", "a", {**relabelled, "data": {"k": "2"}})
+    spec = {**relabelled["spec"], "devices": [{"name": "gpu-7"}]}
+    changed = store.update(RESOURCESLICES, None, "a", {**relabelled, "spec": spec})
     assert changed["metadata"]["generation"] == 2
     assert int(changed["metadata"]["resourceVersion"]) > int(relabelled["metadata"]["resourceVersion"])
 

@@ -90,7 +90,7 @@ def test_semantic_errors_name_the_field_and_the_choices():
     assert errors(text) == [
         "s.yaml:11:15: drivers[1].external: an external driver needs node.registryDir (where it registers)",
         "s.yaml:14:14: drivers[2].command: unknown placeholder {nodename} (allowed: {node} {kubeconfig} {registry_dir}"
-        " {plugin_dir} {cdi_root} {driver} {python})",
+        " {plugin_dir} {plugins_root} {cdi_root} {driver} {python})",
         "s.yaml:16:12: steps[0].start: no driver with id 'gpx' (drivers: gpu, ext, cmd)",
         "s.yaml:17:11: steps[1].stop: driver 'ext' is external: the scenario cannot start or stop it",
         "s.yaml:18:21: steps[2].fault.driver: fault needs the reference driver's control socket; driver 'cmd' is not"
