@@ -116,12 +116,14 @@ def config_map(name: str, labels: dict[str, str] | None = None) -> dict[str, Any
 
 
 def resource_slice(name: str, node: str) -> dict[str, Any]:
+    """A slice of a driver no other interop test uses: the real server is shared, and the conformance suite
+    counts a driver's slices for other nodes against it."""
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceSlice",
         "metadata": {"name": name},
         "spec": {
-            "driver": "gpu.example.com",
+            "driver": "differential.example.com",
             "nodeName": node,
             "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
             "devices": [

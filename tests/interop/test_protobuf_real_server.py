@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,24 @@ NAMESPACED = {"Pod", "Event", "ConfigMap", "ResourceClaim", "ResourceClaimTempla
 SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "ownerReferences")
 
 
-@pytest.fixture(scope="module")
-def api(real_apiserver: RealControlPlane) -> Api:
-    return Api(real_apiserver.url, real_apiserver.token, str(real_apiserver.ca))
+class Cleaning(Api):
+    """The real server, shared with the other interop tests: what a test creates here, it deletes (a
+    ResourceSlice left behind would be another node's slice to the conformance suite)."""
+
+    def __init__(self, url: str, token: str, ca: str) -> None:
+        super().__init__(url, token, ca)
+        self.created: list[str] = []
+
+    def cleanup(self) -> None:
+        for path in reversed(self.created):
+            self("DELETE", path)
+
+
+@pytest.fixture
+def api(real_apiserver: RealControlPlane) -> Iterator[Cleaning]:
+    cleaning = Cleaning(real_apiserver.url, real_apiserver.token, str(real_apiserver.ca))
+    yield cleaning
+    cleaning.cleanup()
 
 
 def collection(document: dict[str, Any]) -> str:
@@ -66,22 +82,23 @@ def body_fields(document: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
-def create(api: Api, document: dict[str, Any]) -> dict[str, Any]:
+def create(api: Cleaning, document: dict[str, Any]) -> dict[str, Any]:
     """POST ``document`` in our protobuf, answer asked in protobuf, decoded by us."""
+    api.created.append(f"{collection(document)}/{document['metadata']['name']}")
     answer = api.raw("POST", collection(document), mapping.encode(document), content_type=PROTOBUF, accept=PROTOBUF)
     assert answer.status == 201, mapping.decode(answer.data) if answer.data.startswith(b"k8s\0") else answer.data
     assert answer.headers["Content-Type"] == PROTOBUF
     return mapping.decode(answer.data)
 
 
-def read_json(api: Api, path: str) -> dict[str, Any]:
+def read_json(api: Cleaning, path: str) -> dict[str, Any]:
     code, document = api("GET", path)
     assert code == 200, document
     return document
 
 
 @pytest.mark.parametrize("stem", OBJECTS)
-def test_the_real_server_accepts_our_bytes_and_stores_what_they_say(api: Api, stem: str):
+def test_the_real_server_accepts_our_bytes_and_stores_what_they_say(api: Cleaning, stem: str):
     sent = fresh(stem)
     created = create(api, sent)
     stored = read_json(api, f"{collection(sent)}/{sent['metadata']['name']}")
@@ -89,7 +106,7 @@ def test_the_real_server_accepts_our_bytes_and_stores_what_they_say(api: Api, st
     assert body_fields(stored) == body_fields(sent)
 
 
-def test_a_status_update_in_our_protobuf_is_stored(api: Api):
+def test_a_status_update_in_our_protobuf_is_stored(api: Cleaning):
     claim = fresh("resourceclaim.v1")
     recorded_status = claim.pop("status")
     created = create(api, claim)
@@ -103,7 +120,7 @@ def test_a_status_update_in_our_protobuf_is_stored(api: Api):
 
 
 @pytest.mark.parametrize("api_version", ["v1", "resource.k8s.io/v1", "meta.k8s.io/v1"])
-def test_delete_options_in_our_protobuf_are_obeyed(api: Api, api_version: str):
+def test_delete_options_in_our_protobuf_are_obeyed(api: Cleaning, api_version: str):
     """client-go sends DeleteOptions under the resource's group version; the real server's preconditions must
     bite, so the options were read and not skipped."""
     claim = fresh("resourceclaim.v1")
@@ -120,7 +137,7 @@ def test_delete_options_in_our_protobuf_are_obeyed(api: Api, api_version: str):
     assert api("GET", path)[0] == 404
 
 
-def test_the_real_servers_protobuf_list_and_status_decode_to_its_json(api: Api):
+def test_the_real_servers_protobuf_list_and_status_decode_to_its_json(api: Cleaning):
     for stem in ("resourceslice.v1", "resourceslice.v1beta1"):
         create(api, fresh(stem))
     for version in ("v1", "v1beta2", "v1beta1"):
@@ -134,7 +151,7 @@ def test_the_real_servers_protobuf_list_and_status_decode_to_its_json(api: Api):
     assert mapping.decode(refused.data) == api("GET", missing)[1]
 
 
-def test_the_real_servers_protobuf_watch_decodes_to_its_json_watch(api: Api):
+def test_the_real_servers_protobuf_watch_decodes_to_its_json_watch(api: Cleaning):
     claim = fresh("resourceclaim.v1")
     claim.pop("status")
     created = create(api, claim)
