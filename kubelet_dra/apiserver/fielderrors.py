@@ -64,8 +64,9 @@ def _regex_error(message: str, fmt: str, *examples: str) -> str:
     return f"{message} ({'e.g. ' + shown if shown else ''}regex used for validation is '{fmt}')"
 
 
-def _max_len_error(length: int) -> str:
-    return f"must be no more than {length} characters"
+def _max_len_error(length: int, unit: str = "characters") -> str:
+    """kube 1.36 counts "characters" for names and keys, "bytes" for label parts and declaratively validated names."""
+    return f"must be no more than {length} {unit}"
 
 
 def dns1123_label_errors(value: str) -> list[str]:
@@ -76,9 +77,9 @@ def dns1123_label_errors(value: str) -> list[str]:
     return errors
 
 
-def dns1123_subdomain_errors(value: str) -> list[str]:
+def dns1123_subdomain_errors(value: str, unit: str = "characters") -> list[str]:
     """Why ``value`` is not a DNS-1123 subdomain."""
-    errors = [_max_len_error(DNS1123_SUBDOMAIN_MAX)] if len(value) > DNS1123_SUBDOMAIN_MAX else []
+    errors = [_max_len_error(DNS1123_SUBDOMAIN_MAX, unit)] if len(value) > DNS1123_SUBDOMAIN_MAX else []
     if not re.fullmatch(_DNS1123_SUBDOMAIN_FMT, value):
         errors.append(_regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
     return errors
@@ -97,12 +98,12 @@ def qualified_name_errors(value: str) -> list[str]:
     name = parts[-1]
     if len(parts) == 2:
         prefix = parts[0]
-        prefix_errors = dns1123_subdomain_errors(prefix) if prefix else ["must be non-empty"]
+        prefix_errors = dns1123_subdomain_errors(prefix, "bytes") if prefix else ["must be non-empty"]
         errors.extend("prefix part " + error for error in prefix_errors)
     if not name:
         errors.append("name part must be non-empty")
     elif len(name) > QUALIFIED_NAME_MAX:
-        errors.append("name part " + _max_len_error(QUALIFIED_NAME_MAX))
+        errors.append("name part " + _max_len_error(QUALIFIED_NAME_MAX, "bytes"))
     if not re.fullmatch(_QUALIFIED_NAME_FMT, name):
         errors.append(
             "name part " + _regex_error(_QUALIFIED_NAME_MSG, _QUALIFIED_NAME_FMT, "MyName", "my.name", "123-abc")
@@ -112,7 +113,7 @@ def qualified_name_errors(value: str) -> list[str]:
 
 def label_value_errors(value: str) -> list[str]:
     """Why ``value`` is not a valid label value."""
-    errors = [_max_len_error(LABEL_VALUE_MAX)] if len(value) > LABEL_VALUE_MAX else []
+    errors = [_max_len_error(LABEL_VALUE_MAX, "bytes")] if len(value) > LABEL_VALUE_MAX else []
     if not re.fullmatch(_LABEL_VALUE_FMT, value):
         errors.append(_regex_error(_LABEL_VALUE_MSG, _LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
     return errors

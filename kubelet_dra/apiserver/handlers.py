@@ -10,7 +10,6 @@ the store sees the request, in the order kube-apiserver applies them.
 from __future__ import annotations
 
 import datetime
-import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -18,7 +17,7 @@ import attrs
 import yaml
 from aiohttp import web
 
-from kubelet_dra.apiserver import conversion, negotiation, openapi, params, patch, status, tables
+from kubelet_dra.apiserver import conversion, jsonbody, negotiation, openapi, params, patch, status, tables
 from kubelet_dra.apiserver.auth import READ_VERBS, User, authorize_write
 from kubelet_dra.apiserver.presentation import View, respond
 from kubelet_dra.apiserver.resources import RESOURCE_GROUP, ResourceType
@@ -29,6 +28,8 @@ from kubelet_dra.apiserver.streaming import WatchStreams
 
 USER = web.RequestKey("user", User)
 VERB = web.RequestKey("verb", str)
+MAX_BODY_BYTES = 3 * 1024 * 1024
+"""kube-apiserver's request body limit (``--max-request-bytes`` default)."""
 
 
 def returns_deleted_object(rt: ResourceType) -> bool:
@@ -79,7 +80,7 @@ class ResourceHandler:
         view = View(target.rt, target.version, rendering, include_object, self._clock)
         if verb == "watch":
             return await self._streams.serve(request, target, view)
-        body = await request.read() if request.method in ("POST", "PUT", "PATCH", "DELETE") else b""
+        body = await _read_body(request) if request.method in ("POST", "PUT", "PATCH", "DELETE") else b""
         return self._verbs[verb](Call(request, target, view, body))
 
     @staticmethod
@@ -117,7 +118,7 @@ class ResourceHandler:
             call.target.namespace,
             label_selector=query.get("labelSelector", ""),
             field_selector=query.get("fieldSelector", ""),
-            limit=params.integer(query, "limit") or 0,
+            limit=max(params.integer(query, "limit") or 0, 0),
             continue_token=query.get("continue", ""),
         )
         list_meta: dict[str, Any] = {"resourceVersion": result.resource_version}
@@ -300,7 +301,17 @@ class Call:
         if not isinstance(metadata, dict):
             raise status.bad_request("metadata must be an object")
         warnings = check_fields(self.target, obj, params.field_validation(self.query))
+        _drop_unknown_fields(rt, obj)
         return conversion.to_storage(rt, {**obj, "apiVersion": expected, "kind": rt.kind}), warnings
+
+
+def _drop_unknown_fields(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """kube-apiserver decodes bodies into typed objects, so fields the kind does not have are never stored."""
+    for field in openapi.unknown_fields(rt, obj):
+        if field.startswith("metadata."):
+            obj["metadata"].pop(field.removeprefix("metadata."), None)
+        else:
+            obj.pop(field, None)
 
 
 def check_fields(target: ResourcePath, obj: dict[str, Any] | None, directive: str) -> list[str]:
@@ -325,7 +336,7 @@ def patched_fields(patch_type: str, body: bytes) -> dict[str, Any] | None:
     A malformed patch is left to the store, which reports it precisely.
     """
     try:
-        document = yaml.safe_load(body) if patch_type == patch.APPLY_PATCH else json.loads(body)
+        document = yaml.safe_load(body) if patch_type == patch.APPLY_PATCH else jsonbody.loads(body)
     except (ValueError, yaml.YAMLError):
         return None
     if isinstance(document, dict):
@@ -341,3 +352,10 @@ def patched_fields(patch_type: str, body: bytes) -> dict[str, Any] | None:
         elif segments and segments[0]:
             skeleton[segments[0]] = None
     return skeleton
+
+
+async def _read_body(request: web.Request) -> bytes:
+    try:
+        return await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise ApiError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY_BYTES}") from None

@@ -1,11 +1,13 @@
 """Query parameters and DeleteOptions, parsed and checked the way kube-apiserver does.
 
-Booleans accept Go's ``strconv.ParseBool`` spellings (the Python client sends ``watch=True``);
-bad values are 400 BadRequest naming the parameter.
+Booleans follow kube-apiserver's query conversion: only ``0`` and ``false`` (any case) are false, any
+other value (``True`` from the Python client, ``x``, even empty) is true. Integers follow Go's
+``strconv.ParseInt`` and its error text.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import attrs
@@ -14,8 +16,8 @@ from multidict import MultiMapping
 from kubelet_dra.apiserver import status
 from kubelet_dra.apiserver.status import ApiError
 
-_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
-_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+_GO_INT = re.compile(r"[+-]?[0-9]+")
+_INT64 = range(-(2**63), 2**63)
 FIELD_VALIDATION = ("Ignore", "Warn", "Strict")
 PROPAGATION_POLICIES = ("Orphan", "Background", "Foreground")
 
@@ -23,27 +25,23 @@ Query = MultiMapping[str]
 
 
 def boolean(query: Query, name: str) -> bool | None:
+    """``None`` when the parameter is absent."""
+    value = query.get(name)
+    if value is None:
+        return None
+    return not (value == "0" or value.lower() == "false")
+
+
+def integer(query: Query, name: str) -> int | None:
+    """``None`` when absent or empty; a value ``strconv.ParseInt`` refuses is 400 with Go's words."""
     value = query.get(name)
     if value is None or value == "":
         return None
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise status.bad_request(f'invalid value for "{name}": {value!r} is not a boolean')
-
-
-def integer(query: Query, name: str, *, minimum: int = 0) -> int | None:
-    value = query.get(name)
-    if value is None or value == "":
-        return None
-    try:
-        number = int(value)
-    except ValueError:
-        raise status.bad_request(f'invalid value for "{name}": {value!r} is not an integer') from None
-    if number < minimum:
-        raise status.bad_request(f'invalid value for "{name}": must be {minimum} or more')
-    return number
+    if not _GO_INT.fullmatch(value):
+        raise status.bad_request(f'strconv.ParseInt: parsing "{value}": invalid syntax')
+    if int(value) not in _INT64:
+        raise status.bad_request(f'strconv.ParseInt: parsing "{value}": value out of range')
+    return int(value)
 
 
 def dry_run(values: list[str]) -> bool:
@@ -85,7 +83,7 @@ def delete_options(query: Query, body: dict[str, Any] | None) -> DeleteOptions:
             raise status.bad_request("DeleteOptions.preconditions must be an object")
         dry = list(body.get("dryRun") or [])
     else:
-        grace = integer(query, "gracePeriodSeconds", minimum=-(2**63))
+        grace = integer(query, "gracePeriodSeconds")
         policy = query.get("propagationPolicy", "")
         orphan = boolean(query, "orphanDependents")
         preconditions = None

@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 import yaml
 
-from kubelet_dra.apiserver import status
+from kubelet_dra.apiserver import jsonbody, status
 from kubelet_dra.apiserver.status import ApiError
 from kubelet_dra.log import get_logger
 
@@ -117,7 +117,7 @@ def apply_patch(patch_type: str, document: dict[str, Any], body: bytes, *, strat
 
 def _decode_json(body: bytes) -> Any:
     try:
-        return json.loads(body)
+        return jsonbody.loads(body)
     except (ValueError, UnicodeDecodeError) as err:
         raise status.bad_request(f"error decoding patch: {err}") from None
 

@@ -312,7 +312,7 @@ def _check_key(key: str) -> None:
         if not name:
             problems.append("name part must be non-empty")
         elif len(name) > 63:
-            problems.append("name part must be no more than 63 characters")
+            problems.append("name part must be no more than 63 bytes")
         if name and not _NAME_RE.match(name):
             problems.append(_NAME_MSG)
     if problems:
@@ -330,7 +330,7 @@ def _check_values(key: str, operator: str, values: list[str]) -> None:
     for i, value in enumerate(values):
         detail = []
         if len(value) > 63:
-            detail.append("must be no more than 63 characters")
+            detail.append("must be no more than 63 bytes")
         if not _VALUE_RE.match(value):
             detail.append(_VALUE_MSG)
         if detail:

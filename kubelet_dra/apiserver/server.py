@@ -25,9 +25,9 @@ import attrs
 from aiohttp import web
 
 from kubelet_dra import log
-from kubelet_dra.apiserver import discovery, kubeconfig, negotiation, openapi, routes, status
+from kubelet_dra.apiserver import discovery, jsonbody, kubeconfig, negotiation, openapi, routes, status
 from kubelet_dra.apiserver.auth import ADMIN, NODE_USER_PREFIX, TokenAuthenticator, User, node_user
-from kubelet_dra.apiserver.handlers import USER, VERB, ResourceHandler
+from kubelet_dra.apiserver.handlers import MAX_BODY_BYTES, USER, VERB, ResourceHandler
 from kubelet_dra.apiserver.negotiation import JSON_RENDERING
 from kubelet_dra.apiserver.persistence import Persistence
 from kubelet_dra.apiserver.presentation import respond, status_response
@@ -40,7 +40,6 @@ from kubelet_dra.errors import UsageError
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 HEALTH_PATHS = ("/healthz", "/livez", "/readyz")
-MAX_BODY_BYTES = 3 * 1024 * 1024
 ANONYMOUS = User("system:anonymous", ("system:unauthenticated",))
 ADMIN_KUBECONFIG_USER = "admin"
 
@@ -148,6 +147,7 @@ class EmbeddedAPIServer:
         await self._stop()
 
     async def _start(self) -> None:
+        jsonbody.allow_deep_documents()
         tokens_path: Path | None = None
         if self._data_dir is not None:
             state_dir = self._data_dir

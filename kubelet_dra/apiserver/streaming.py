@@ -3,8 +3,9 @@
 JSON clients get one event per line; protobuf clients get ``;stream=watch`` frames (a length,
 then a WatchEvent), as kube-apiserver sends them.
 
-The stream ends when ``timeoutSeconds`` (or the server's default) runs out, when the client
-goes away, or when the server stops; clients then re-watch from their last resourceVersion.
+The stream ends when ``timeoutSeconds`` runs out (the server's default when absent or 0; a negative
+one ends it at once, as in kube-apiserver), when the client goes away, or when the server stops;
+clients then re-watch from their last resourceVersion.
 A watch from a resourceVersion the store no longer remembers is answered like kube-apiserver
 does: HTTP 200 and a single ERROR event carrying the 410 Expired Status.
 """
@@ -78,6 +79,9 @@ class WatchStreams:
             headers={"Content-Type": view.rendering.stream_content_type, "Cache-Control": "no-cache, private"}
         )
         response.enable_chunked_encoding()
+        if timeout is not None and timeout < 0:
+            deadline = ApiError(500, "InternalError", "context deadline exceeded")
+            return await _error_event(request, response, view, deadline)
         try:
             watch = self._store.watch(
                 target.rt,
@@ -91,15 +95,12 @@ class WatchStreams:
         except ApiError as err:
             if err.code != 410:
                 raise
-            await response.prepare(request)
-            await response.write(encode_event(view.rendering, "ERROR", err.to_status()))
-            await response.write_eof()
-            return response
+            return await _error_event(request, response, view, err)
         self._open.add(watch)
         bookmarks = asyncio.create_task(self._bookmarks(watch)) if allow_bookmarks else None
         try:
             await response.prepare(request)
-            async with asyncio.timeout(self._default_timeout if timeout is None else timeout):
+            async with asyncio.timeout(timeout or self._default_timeout):
                 async for event in watch:
                     await response.write(encode_event(view.rendering, event.type, present(view, event)))
         except (TimeoutError, ConnectionResetError):
@@ -117,6 +118,16 @@ class WatchStreams:
         while True:
             await asyncio.sleep(self._bookmark_interval)
             watch.bookmark()
+
+
+async def _error_event(
+    request: web.Request, response: web.StreamResponse, view: View, error: ApiError
+) -> web.StreamResponse:
+    """A watch that cannot start is answered as kube-apiserver does: 200 and one ERROR event with the Status."""
+    await response.prepare(request)
+    await response.write(encode_event(view.rendering, "ERROR", error.to_status()))
+    await response.write_eof()
+    return response
 
 
 def encode_event(rendering: Rendering, event_type: str, document: dict[str, Any]) -> bytes:

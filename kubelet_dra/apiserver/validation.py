@@ -23,7 +23,7 @@ from kubelet_dra.apiserver.fielderrors import (
     validate_annotations,
     validate_labels,
 )
-from kubelet_dra.apiserver.resources import ResourceType
+from kubelet_dra.apiserver.resources import RESOURCE_GROUP, ResourceType
 
 Obj = dict[str, Any]
 NameRule = Callable[[str], list[str]]
@@ -52,7 +52,14 @@ def _name_rule(rt: ResourceType) -> NameRule | None:
         return dns1123_label_errors
     if (rt.group, rt.kind) == ("", "Event"):
         return None
+    if (rt.group, rt.kind) == (RESOURCE_GROUP, "DeviceClass"):
+        return _declarative_name_errors
     return dns1123_subdomain_errors
+
+
+def _declarative_name_errors(name: str) -> list[str]:
+    """DeviceClass names are checked by kube 1.36's declarative validation, which counts bytes."""
+    return dns1123_subdomain_errors(name, "bytes")
 
 
 def _mask_trailing_dash(prefix: str) -> str:

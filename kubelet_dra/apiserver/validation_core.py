@@ -174,7 +174,7 @@ def _validate_config_map(obj: Obj, old: Obj | None, errors: FieldErrors) -> None
     total = 0
     for field, entries in (("data", data), ("binaryData", binary)):
         for key, value in entries.items():
-            errors.each_invalid(field, key, config_key_errors(key))
+            errors.each_invalid(f"{field}[{key}]", key, config_key_errors(key))
             total += len(str(value).encode())
     for key in data.keys() & binary.keys():
         errors.invalid("data", key, "duplicate of key present in binaryData")

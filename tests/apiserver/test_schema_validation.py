@@ -361,7 +361,7 @@ CASES = [
      'Unsupported value: "Sometimes": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"'),
     (NAMESPACES, namespace, edit("spec.finalizers", ["a/b/c"]), "spec.finalizers", "FieldValueInvalid",
      'Invalid value: "a/b/c": a qualified name must consist of alphanumeric characters'),
-    (CONFIGMAPS, config_map, edit("data", {"no/slashes": "x"}), "data", "FieldValueInvalid",
+    (CONFIGMAPS, config_map, edit("data", {"no/slashes": "x"}), "data[no/slashes]", "FieldValueInvalid",
      'Invalid value: "no/slashes": a valid config key must consist of alphanumeric characters'),
     (EVENTS, event, edit("involvedObject.namespace", "other"), "involvedObject.namespace", "FieldValueInvalid",
      'Invalid value: "other": does not match event.namespace'),

@@ -294,7 +294,59 @@ def preconditions(api: Api, suffix: str) -> Any:
     ]
 
 
+def name_and_label_limits(api: Api, suffix: str) -> Any:
+    long_name = "n" * 254
+    labelled = lambda labels: {**config_map(f"lab-{suffix}"), "metadata": {"name": f"lab-{suffix}", "labels": labels}}  # noqa: E731
+    return [
+        api("POST", CONFIG_MAPS, config_map(long_name)),
+        api("POST", CONFIG_MAPS, {**config_map(f"key-{suffix}"), "data": {"k" * 254: "v"}}),
+        api("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n" * 64}}),
+        api("POST", CONFIG_MAPS, labelled({"k": "v" * 64})),
+        api("POST", CONFIG_MAPS, labelled({"k" * 64: "v"})),
+        api("POST", CONFIG_MAPS, labelled({"p" * 254 + "/k": "v"})),
+        api(
+            "POST",
+            CONFIG_MAPS,
+            {**config_map(f"ann-{suffix}"), "metadata": {"name": f"ann-{suffix}", "annotations": {"k": "v" * 262144}}},
+        ),
+        api("POST", CLAIMS.format(v="v1"), claim(long_name)),
+        api("POST", SLICES.format(v="v1"), resource_slice(long_name, f"node-{suffix}")),
+        api(
+            "POST",
+            "/apis/resource.k8s.io/v1/deviceclasses",
+            {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": long_name}},
+        ),
+        api("GET", f"{CONFIG_MAPS}?labelSelector=k%3D{'v' * 64}"),
+        api("GET", f"{CONFIG_MAPS}?labelSelector={'k' * 64}%3Dv"),
+    ]
+
+
+def request_limits(api: Api, suffix: str) -> Any:
+    big = {**config_map(f"big-{suffix}"), "data": {"a": "x" * (3 * 1024 * 1024)}}
+    deep_params = '{"a":' * 5000 + "1" + "}" * 5000
+    deep_claim = json.dumps(claim(f"deep-{suffix}")).replace(
+        '"requests": [',
+        f'"config": [{{"opaque": {{"driver": "gpu.example.com", "parameters": {deep_params}}}}}], "requests": [',
+    )
+    unknown_deep = json.dumps(config_map(f"deepu-{suffix}"))[:-1] + ', "x": ' + "[" * 5000 + "]" * 5000 + "}"
+    too_deep = json.dumps(config_map(f"deeper-{suffix}"))[:-1] + ', "x": ' + "[" * 20000 + "]" * 20000 + "}"
+    code, created = api("POST", CONFIG_MAPS, unknown_deep.encode())
+    return [
+        api("POST", CONFIG_MAPS, big),
+        api("POST", CLAIMS.format(v="v1"), deep_claim.encode()),
+        (code, created),
+        api("POST", CONFIG_MAPS, too_deep.encode()),
+        api("GET", f"{CONFIG_MAPS}?labelSelector=none%3D{suffix}&limit=-1"),
+        api("GET", f"{CONFIG_MAPS}?labelSelector=none%3D{suffix}&limit=x"),
+        api("GET", f"{CONFIG_MAPS}?labelSelector=none%3D{suffix}&watch=1&timeoutSeconds=-1"),
+        api("GET", f"{CONFIG_MAPS}?watch=1&timeoutSeconds=x"),
+        api("DELETE", f"{CONFIG_MAPS}/deepu-{suffix}?gracePeriodSeconds=x"),
+    ]
+
+
 CASES = {
+    "name and label limits": name_and_label_limits,
+    "request limits": request_limits,
     "preconditions": preconditions,
     "class and template at every version": class_and_template_at_every_version,
     "watch events": watch_events,
