@@ -30,8 +30,8 @@ from kubelet_dra.api import (
     pluginregistration_pb2,
     pluginregistration_pb2_grpc,
 )
-from kubelet_dra.api.goformat import go_quote, go_quote_list
 from kubelet_dra.errors import DriverError
+from kubelet_dra.gotext import go_quote, go_quote_list
 
 
 class PluginType(enum.StrEnum):

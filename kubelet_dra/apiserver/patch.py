@@ -379,6 +379,10 @@ def decode_applied(body: bytes, *, field_manager: str, api_version: str, kind: s
             f"the kind in the data ({applied.get('kind')}) does not match the expected kind ({kind})"
         )
     metadata = applied.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise status.bad_request(
+            f"failed to create typed patch object (/; {api_version}, Kind={kind}): .metadata: expected map"
+        )
     if metadata.get("name", name) != name:
         raise status.bad_request(
             f"the name of the object ({metadata['name']}) does not match the name on the URL ({name})"

@@ -18,6 +18,7 @@ from kubelet_dra.apiserver import conversion, negotiation, tables
 from kubelet_dra.apiserver.negotiation import Rendering, Shape
 from kubelet_dra.apiserver.resources import ResourceType
 from kubelet_dra.apiserver.status import ApiError
+from kubelet_dra.gotext import go_quote
 
 
 def at_version(rt: ResourceType, version: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -88,8 +89,7 @@ def respond(code: int, document: Any, rendering: Rendering, warnings: Sequence[s
     """An HTTP response carrying ``document``; ``warnings`` become ``Warning: 299`` headers as kube sends them."""
     headers = CIMultiDict({"Content-Type": rendering.content_type})
     for warning in warnings:
-        escaped = warning.replace("\\", "\\\\").replace('"', '\\"')
-        headers.add("Warning", f'299 - "{escaped}"')
+        headers.add("Warning", f"299 - {go_quote(warning)}")
     return web.Response(status=code, body=rendering.encode(document), headers=headers)
 
 

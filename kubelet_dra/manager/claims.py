@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-from kubelet_dra.api.goformat import go_quote
+from kubelet_dra.gotext import go_quote
 
 
 class ClaimError(Exception):

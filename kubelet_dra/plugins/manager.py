@@ -17,9 +17,9 @@ import grpc
 
 from kubelet_dra.api import dra_health_v1alpha1_pb2 as health_pb2
 from kubelet_dra.api.calls import CallRecorder
-from kubelet_dra.api.goformat import go_quote
 from kubelet_dra.api.services import Service, negotiate
 from kubelet_dra.errors import DriverError
+from kubelet_dra.gotext import go_quote
 from kubelet_dra.log import Logger, get_logger
 from kubelet_dra.metrics import DRAMetrics
 from kubelet_dra.plugins.client import DEFAULT_CALL_TIMEOUT, DRAClient

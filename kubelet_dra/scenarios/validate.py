@@ -149,8 +149,9 @@ def _show(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _suggest(key: str, known: Any) -> str:
+def _suggest(key: object, known: Any) -> str:
+    """The allowed names, and the one ``key`` was probably meant to be (YAML keys may be null or numbers)."""
     names = sorted(known)
-    close = difflib.get_close_matches(key, names, n=1)
+    close = difflib.get_close_matches(str(key), names, n=1)
     allowed = f"allowed: {', '.join(names)}" if names else "no fields allowed here"
     return f" (did you mean {close[0]!r}? {allowed})" if close else f" ({allowed})"

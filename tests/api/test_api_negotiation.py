@@ -6,9 +6,10 @@ import grpc
 import pytest
 
 from kubelet_dra.api.dra_v1_pb2 import NodePrepareResourcesRequest
-from kubelet_dra.api.goformat import go_quote, go_quote_list, go_rpc_error
+from kubelet_dra.api.goformat import go_rpc_error
 from kubelet_dra.api.services import DRA_V1, DRA_V1ALPHA4, DRA_V1BETA1, negotiate
 from kubelet_dra.errors import DriverError, KubeletDRAError
+from kubelet_dra.gotext import go_quote, go_quote_list
 
 KUBELET_LIST = '["v1.DRAPlugin" "v1beta1.DRAPlugin"]'
 
