@@ -1,0 +1,204 @@
+"""Load on the embedded API server: many concurrent clients, and slow clients beside them.
+
+Runs ``kubelet-dra apiserver`` in its own process and, for ``--seconds`` in two equal halves,
+``--clients`` clients that each loop over a mix of requests (get 40 %, list 25 %, create or
+delete 25 %, a one-second watch 10 %, counted but not timed). In the second half ``--slow`` more
+clients send their request headers one byte a second, as a slowloris would. Reported per half:
+requests, p50/p99 latency, server errors (5xx or dropped connections); the server's memory
+before, halfway and at the end; whether the slow clients stalled the others (p99 grown more than 2×).
+
+Run: ``python benchmarks/apiserver_load.py [--clients 200] [--seconds 60] [--slow 5]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import ssl
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import aiohttp
+import attrs
+from apiserver_bench import Server
+from rich.console import Console
+from rich.table import Table
+
+CONFIG_MAPS = "/api/v1/namespaces/default/configmaps"
+POOL = 1_000
+"""ConfigMap names the clients read and write; half of them exist at any time."""
+STALL_FACTOR = 2.0
+"""The slow clients stall the others when the p99 latency grows by more than this."""
+
+
+@attrs.define
+class Half:
+    """What the clients saw in one half of the run."""
+
+    name: str
+    latencies: list[float] = attrs.field(factory=list)
+    watches: int = 0
+    server_errors: int = 0
+    client_errors: int = 0
+
+    def percentile(self, fraction: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else float("nan")
+
+
+def rss_mb(pid: int) -> float:
+    """The process's resident memory, from /proc."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def one_request(session: aiohttp.ClientSession, half: Half) -> None:
+    """One request of the mix; a write creates a ConfigMap of a fixed pool or deletes it when it exists, so
+    the store's size stays steady and both halves see the same state. Watches are counted, not timed."""
+    roll = random.random()
+    name = f"load-{random.randrange(POOL)}"
+    started = time.monotonic()
+    try:
+        if roll < 0.40:
+            response = await session.get(f"{CONFIG_MAPS}/{name}")
+        elif roll < 0.65:
+            response = await session.get(f"{CONFIG_MAPS}?limit=50")
+        elif roll < 0.90:
+            body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "x" * 200}}
+            response = await session.post(CONFIG_MAPS, json=body)
+            if response.status == 409:
+                response.release()
+                response = await session.delete(f"{CONFIG_MAPS}/{name}")
+        else:
+            response = await session.get(f"{CONFIG_MAPS}?watch=1&timeoutSeconds=1")
+        async with response:
+            await response.read()
+            if response.status >= 500:
+                half.server_errors += 1
+            elif response.status >= 400 and response.status not in (404, 409):
+                half.client_errors += 1
+    except (TimeoutError, aiohttp.ClientError):
+        half.server_errors += 1
+        return
+    if roll < 0.90:
+        half.latencies.append(time.monotonic() - started)
+    else:
+        half.watches += 1
+
+
+async def client(session: aiohttp.ClientSession, halves: list[Half], halfway: float, deadline: float) -> None:
+    while (now := time.monotonic()) < deadline:
+        await one_request(session, halves[0] if now < halfway else halves[1])
+
+
+async def slow_client(url: str, context: ssl.SSLContext, until: float) -> None:
+    """Sends a GET's headers one byte a second until ``until``, then gives up."""
+    parts = urlsplit(url)
+    reader, writer = await asyncio.open_connection(parts.hostname, parts.port, ssl=context)
+    request = f"GET {CONFIG_MAPS} HTTP/1.1\r\nHost: {parts.netloc}\r\nX-Slow: " + "s" * 10_000
+    try:
+        for byte in request.encode():
+            if time.monotonic() >= until:
+                break
+            writer.write(bytes([byte]))
+            await writer.drain()
+            await asyncio.sleep(1)
+    except ConnectionError:
+        pass
+    finally:
+        writer.close()
+        del reader
+
+
+async def run(server: Server, clients: int, seconds: float, slow: int) -> tuple[list[Half], list[float]]:
+    halves = [Half("clients only"), Half(f"+ {slow} slow clients")]
+    async with server.session(clients) as session:
+        for index in range(0, POOL, 2):  # the steady state: half the pool exists
+            body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"load-{index}"}, "data": {"a": "x"}}
+            async with session.post(CONFIG_MAPS, json=body) as response:
+                await response.read()
+        memory = [rss_mb(server.process.pid)]
+        deadline = time.monotonic() + seconds
+        halfway = deadline - seconds / 2
+        workers = [asyncio.create_task(client(session, halves, halfway, deadline)) for _ in range(clients)]
+        await asyncio.sleep(seconds / 2)
+        memory.append(rss_mb(server.process.pid))
+        slowpokes = [asyncio.create_task(slow_client(server.url, server.ssl, deadline)) for _ in range(slow)]
+        await asyncio.gather(*workers, *slowpokes)
+    return halves, [*memory, rss_mb(server.process.pid)]
+
+
+def report(halves: list[Half], memory: list[float], console: Console) -> dict[str, object]:
+    table = Table(title="Embedded API server under load")
+    for column in ("Phase", "Requests", "p50", "p99", "Watches", "5xx / dropped", "other 4xx"):
+        table.add_column(column, justify="left" if column == "Phase" else "right")
+    for half in halves:
+        table.add_row(
+            half.name,
+            f"{len(half.latencies):,}",
+            f"{half.percentile(0.5) * 1000:.1f} ms",
+            f"{half.percentile(0.99) * 1000:.1f} ms",
+            str(half.watches),
+            str(half.server_errors),
+            str(half.client_errors),
+        )
+    console.print(table)
+    ratio = halves[1].percentile(0.99) / halves[0].percentile(0.99)
+    stalled = ratio > STALL_FACTOR or not halves[1].latencies
+    before, halfway, after = memory
+    console.print(
+        f"server memory: {before:.0f} MB before, {halfway:.0f} MB halfway ({halfway - before:+.0f}),"
+        f" {after:.0f} MB at the end ({after - halfway:+.0f})"
+    )
+    console.print(
+        f"slow clients {'STALLED' if stalled else 'did not stall'} the others: p99 ×{ratio:.2f}"
+        f" (limit ×{STALL_FACTOR:g})"
+    )
+    return {
+        "halves": [
+            {
+                "name": half.name,
+                "requests": len(half.latencies),
+                "p50_ms": round(half.percentile(0.5) * 1000, 1),
+                "p99_ms": round(half.percentile(0.99) * 1000, 1),
+                "mean_ms": round(statistics.fmean(half.latencies) * 1000, 1) if half.latencies else None,
+                "watches": half.watches,
+                "server_errors": half.server_errors,
+                "client_errors": half.client_errors,
+            }
+            for half in halves
+        ],
+        "rss_mb": {"before": round(before), "halfway": round(halfway), "after": round(after)},
+        "slow_clients_stall_others": stalled,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clients", type=int, default=200, help="concurrent clients")
+    parser.add_argument("--seconds", type=float, default=60, help="length of the run (two halves)")
+    parser.add_argument("--slow", type=int, default=5, help="clients sending headers a byte a second, second half")
+    parser.add_argument("--output", choices=("table", "json"), default="table")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="apiserver-load-") as workdir:
+        server = Server(Path(workdir))
+        try:
+            halves, memory = asyncio.run(run(server, args.clients, args.seconds, args.slow))
+        finally:
+            server.stop()
+    summary = report(halves, memory, Console(stderr=args.output == "json"))
+    if args.output == "json":
+        print(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
