@@ -76,7 +76,7 @@ def field_text(path: FieldPath) -> str:
     """``("steps", 3, "expect")`` → ``steps[3].expect``."""
     text = ""
     for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text
 
 
