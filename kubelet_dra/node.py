@@ -27,10 +27,11 @@ from typing import Protocol
 
 import attrs
 
-from kubelet_dra.kube.client import KubeApiError, KubeClient, api_path
+from kubelet_dra.kube.client import KubeClient
 from kubelet_dra.log import get_logger
 from kubelet_dra.manager import DEFAULT_RECONCILE_PERIOD, Checkpoint, DRAManager
 from kubelet_dra.metrics import DRAMetrics, MetricsServer
+from kubelet_dra.nodestatus import HEARTBEAT_PERIOD, NodeHeartbeat, NodeShape
 from kubelet_dra.plugins import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_HEALTH_RESTART_DELAY,
@@ -81,7 +82,10 @@ class NodeOptions:
     health_restart_delay: float = DEFAULT_HEALTH_RESTART_DELAY
     handshake: HandshakeTimeouts = attrs.field(factory=HandshakeTimeouts)
     register_node: bool = True
-    """Create the Node object in the API server when it does not exist."""
+    """Create the Node object in the API server when it does not exist, and keep its status and Lease current."""
+    node_shape: NodeShape = attrs.field(factory=NodeShape)
+    """The resources, labels and taints the Node reports."""
+    heartbeat_period: float = HEARTBEAT_PERIOD
     dry_run_wipes: bool = False
     """Count the ResourceSlices each wipe would delete instead of deleting them (a real kubelet owns them)."""
     state_dir: str | None = None
@@ -121,6 +125,20 @@ class Node:
         self.health = (
             HealthCache(clock=self._clock.time, log=self._log, state_dir=options.state_dir) if options.health else None
         )
+        self.heartbeat = (
+            NodeHeartbeat(
+                self.kube,
+                node_name,
+                options.node_shape,
+                clock=self._clock.time,
+                sleep=self._clock.sleep,
+                period=options.heartbeat_period,
+                on_beat=self._notify,
+            )
+            if self.kube is not None and options.register_node
+            else None
+        )
+        self._heartbeats: asyncio.Task[None] | None = None
         self.wiper = (
             ResourceSliceWiper(self.kube, node_name, sleep=self._clock.sleep, rng=rng, dry_run=options.dry_run_wipes)
             if self.kube
@@ -174,8 +192,9 @@ class Node:
             registryDir=self.registration.registry_dir,
             apiServer=self.kube.host if self.kube else "none (standalone, no ResourceSlice wiping)",
         )
-        if self.kube is not None and self.options.register_node:
-            await self._register_node(self.kube)
+        if self.heartbeat is not None:
+            await self.heartbeat.register()
+            self._heartbeats = asyncio.create_task(self.heartbeat.run(), name="node heartbeats")
         if self.wiper is not None:
             self.startup_wipe = asyncio.create_task(self._startup_wipe(self.wiper), name="startup wipe")
         try:
@@ -248,26 +267,15 @@ class Node:
         if self.pods is not None:
             self.pods.refresh()
 
-    async def _register_node(self, kube: KubeClient) -> None:
-        body = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": self.name, "labels": {"kubernetes.io/hostname": self.name}},
-        }
-        try:
-            await kube.request("POST", api_path("", "v1", "nodes"), body=body)
-        except KubeApiError as err:
-            if not err.conflict:
-                self._log.warning("Cannot create the Node object; wiping waits for it", err=str(err))
-            return
-        self._log.info("Registered Node object")
-
     async def _startup_wipe(self, wiper: ResourceSliceWiper) -> WipeOutcome:
         outcome = await wiper.wipe()
         self._notify()
         return outcome
 
     async def _shutdown(self) -> None:
+        if self._heartbeats is not None:
+            self._heartbeats.cancel()
+            await asyncio.wait([self._heartbeats])
         if self.pods is not None:
             await self.pods.stop()
         if self.startup_wipe is not None:

@@ -11,11 +11,14 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from kubernetes.utils.quantity import parse_quantity
+
 from kubelet_dra.apiserver.server import EmbeddedAPIServer
 from kubelet_dra.cli.apiserver import DEFAULT_KUBECONFIG
 from kubelet_dra.errors import UsageError
 from kubelet_dra.log import get_logger
 from kubelet_dra.node import NodeOptions
+from kubelet_dra.nodestatus import TAINT_EFFECTS, NodeShape
 from kubelet_dra.plugins import DEFAULT_CALL_TIMEOUT, DEFAULT_WIPING_DELAY, PluginMap
 
 
@@ -68,6 +71,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help='accept the <=1.32 service identifiers and fall back to v1alpha4 for drivers advertising "1.0.0"',
     )
+    shape = NodeShape()
+    parser.add_argument("--node-cpu", default=shape.cpu, metavar="QUANTITY", help="CPU the Node reports (%(default)s)")
+    parser.add_argument(
+        "--node-memory", default=shape.memory, metavar="QUANTITY", help="memory the Node reports (%(default)s)"
+    )
+    parser.add_argument("--node-pods", default=shape.pods, metavar="N", help="pods the Node takes (%(default)s)")
+    parser.add_argument(
+        "--node-label",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a label of the Node, besides kubernetes.io/hostname, os and arch (repeatable)",
+    )
+    parser.add_argument(
+        "--node-taint",
+        action="append",
+        default=[],
+        metavar="KEY[=VALUE]:EFFECT",
+        help=f"a taint of the Node, EFFECT one of {', '.join(TAINT_EFFECTS)} (repeatable)",
+    )
 
 
 def node_options(args: argparse.Namespace) -> NodeOptions:
@@ -82,7 +105,37 @@ def node_options(args: argparse.Namespace) -> NodeOptions:
         kubelet_timing=args.kubelet_timing,
         plugin_map=PluginMap(args.plugin_map),
         legacy_services=args.legacy_services,
+        node_shape=node_shape(args),
     )
+
+
+def node_shape(args: argparse.Namespace) -> NodeShape:
+    """The Node's resources, labels and taints from the flags, checked."""
+    for flag, value in (("--node-cpu", args.node_cpu), ("--node-memory", args.node_memory)):
+        try:
+            parse_quantity(value)
+        except ValueError:
+            raise UsageError(f"{value!r} is not a quantity", where=flag, fix="e.g. 8, 500m, 32Gi") from None
+    if not args.node_pods.isdigit():
+        raise UsageError(f"{args.node_pods!r} is not a number of pods", where="--node-pods", fix="e.g. 110")
+    labels = {}
+    for label in args.node_label:
+        key, equals, value = label.partition("=")
+        if not equals or not key:
+            raise UsageError(f"{label!r} is not KEY=VALUE", where="--node-label", fix="e.g. --node-label zone=lab")
+        labels[key] = value
+    taints = []
+    for taint in args.node_taint:
+        pair, colon, effect = taint.rpartition(":")
+        key, _, value = pair.partition("=")
+        if not colon or not key or effect not in TAINT_EFFECTS:
+            raise UsageError(
+                f"{taint!r} is not KEY[=VALUE]:EFFECT",
+                where="--node-taint",
+                fix=f"e.g. --node-taint gpu=true:NoSchedule; EFFECT is one of {', '.join(TAINT_EFFECTS)}",
+            )
+        taints.append({"key": key, "value": value, "effect": effect} if value else {"key": key, "effect": effect})
+    return NodeShape(args.node_cpu, args.node_memory, args.node_pods, labels, tuple(taints))
 
 
 @contextlib.asynccontextmanager
