@@ -1,21 +1,27 @@
 """Choosing devices for one ResourceClaim from the published ResourceSlices.
 
 A pure function of its inputs, so it is tested without a cluster and the controller decides when
-to call it. Requests are served in order, greedily (no backtracking between requests); a device
-is handed to one claim unless its slice entry says ``allowMultipleAllocations``.
+to call it. The choice is kube-scheduler's (``search``): a device is handed to one claim unless its
+slice entry says ``allowMultipleAllocations``, in which case each allocation gets a ``shareID`` and
+consumes capacity (``sharing``); devices consuming a pool's shared counters fit only while the
+counters last; ``matchAttribute`` and ``distinctAttribute`` constraints hold.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import uuid
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
 
 from kubelet_dra.controlplane.cel import SelectorError, device_variable, matches
+from kubelet_dra.controlplane.offers import Candidate, candidates, newest_slices, pool_of
+from kubelet_dra.controlplane.search import Constraint, Ledger, Need, Pick, Search
+from kubelet_dra.controlplane.sharing import DoesNotFit, Usage, consumption, counter_sets
 
-DeviceKey = tuple[str, str, str]
-"""(driver, pool, device): a device's identity across the cluster."""
+MAX_REASONS = 3
+"""Refused devices named in an error message, so one for a big pool stays readable."""
 
 
 class Unsatisfiable(Exception):
@@ -28,25 +34,10 @@ class Unsatisfiable(Exception):
 
 
 @attrs.frozen
-class Candidate:
-    """A device of the current generation of its pool that the node can reach."""
-
-    driver: str
-    pool: str
-    device: dict[str, Any]
-    node_local: bool
-    shared: bool
-
-    @property
-    def key(self) -> DeviceKey:
-        return (self.driver, self.pool, str(self.device.get("name")))
-
-
-@attrs.frozen
 class Allocation:
     """What ``status.allocation`` will say: one result per device, and the node when it matters."""
 
-    results: tuple[dict[str, str], ...]
+    results: tuple[dict[str, Any], ...]
     config: tuple[dict[str, Any], ...]
     node: str | None
     """The node the devices are local to; ``None`` when all of them are reachable from every node."""
@@ -62,54 +53,31 @@ class Allocation:
         return status
 
 
-def allocated_keys(claim: Mapping[str, Any]) -> frozenset[DeviceKey]:
-    """The devices an existing claim holds."""
-    results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
-    return frozenset((r["driver"], r["pool"], r["device"]) for r in results)
-
-
-def candidates(slices: Iterable[Mapping[str, Any]], node: str) -> list[Candidate]:
-    """Devices of the newest generation of each pool, from slices local to ``node`` or to all nodes.
-
-    Slices restricted by a node selector or per-device node selection are not offered: deciding
-    them needs node labels this allocator does not evaluate.
-    """
-    newest: dict[tuple[str, str], int] = {}
-    for item in slices:
-        spec = item.get("spec") or {}
-        pool_key = (spec.get("driver", ""), (spec.get("pool") or {}).get("name", ""))
-        newest[pool_key] = max(newest.get(pool_key, 0), int((spec.get("pool") or {}).get("generation", 0)))
-    found: list[Candidate] = []
-    for item in slices:
-        spec = item.get("spec") or {}
-        driver, pool = spec.get("driver", ""), (spec.get("pool") or {}).get("name", "")
-        if int((spec.get("pool") or {}).get("generation", 0)) != newest[(driver, pool)]:
-            continue
-        local = spec.get("nodeName") == node
-        if not local and not spec.get("allNodes"):
-            continue
-        found += [
-            Candidate(driver, pool, device, local, bool(device.get("allowMultipleAllocations")))
-            for device in spec.get("devices") or []
-        ]
-    return found
-
-
 def allocate(
     claim: Mapping[str, Any],
     *,
     node: str,
     slices: Iterable[Mapping[str, Any]],
     classes: Mapping[str, Mapping[str, Any]],
-    in_use: frozenset[DeviceKey] = frozenset(),
+    in_use: Usage | None = None,
+    share_id: Callable[[], str] = lambda: str(uuid.uuid4()),
 ) -> Allocation:
-    """Devices for every request of ``claim`` on ``node``, avoiding exclusive devices in ``in_use``."""
+    """Devices for every request of ``claim`` on ``node``, around what the claims of ``in_use`` hold."""
+    slices = list(slices)
     offered = candidates(slices, node)
+    current = newest_slices(slices)
+    ledger = Ledger(
+        usage=in_use or Usage(),
+        counters=counter_sets(current),
+        devices={
+            (*pool_of(item), str(device.get("name"))): device
+            for item in current
+            for device in (item.get("spec") or {}).get("devices") or []
+        },
+    )
     devices = (claim.get("spec") or {}).get("devices") or {}
-    taken: set[DeviceKey] = set()
-    results: list[dict[str, str]] = []
+    needs: list[Need] = []
     config: list[dict[str, Any]] = []
-    chosen: list[Candidate] = []
     for request in devices.get("requests") or []:
         name = str(request.get("name", ""))
         exactly = request.get("exactly")
@@ -118,29 +86,29 @@ def allocate(
         device_class = classes.get(exactly.get("deviceClassName", ""))
         if device_class is None:
             raise Unsatisfiable(name, f"DeviceClass {exactly.get('deviceClassName')!r} does not exist")
-        picked = _serve(name, exactly, device_class, offered, node, in_use, taken)
-        taken.update(candidate.key for candidate in picked)
-        chosen += picked
-        results += [{"request": name, "driver": c.driver, "pool": c.pool, "device": c.key[2]} for c in picked]
+        needs.append(_need(name, exactly, device_class, offered, node, ledger))
         config += [
             {"source": "FromClass", "requests": [name], **entry}
             for entry in (device_class.get("spec") or {}).get("config") or []
         ]
     config += [{"source": "FromClaim", **entry} for entry in devices.get("config") or []]
-    local = any(candidate.node_local for candidate in chosen)
-    return Allocation(tuple(results), tuple(config), node if local else None)
+    search = Search(needs, _constraints(devices.get("constraints") or []), ledger)
+    picks = search.run()
+    if picks is None:
+        raise _why(search, node, ledger)
+    local = any(pick.candidate.node_local for pick in picks)
+    return Allocation(tuple(_result(pick, share_id) for pick in picks), tuple(config), node if local else None)
 
 
-def _serve(
+def _need(
     name: str,
     exactly: Mapping[str, Any],
     device_class: Mapping[str, Any],
     offered: list[Candidate],
     node: str,
-    in_use: frozenset[DeviceKey],
-    taken: set[DeviceKey],
-) -> list[Candidate]:
-    """The devices for one request; ``taken`` are this claim's own picks (never reused, shared or not)."""
+    ledger: Ledger,
+) -> Need:
+    """The request's matching devices; for ``All``, those whose capacity can take the request."""
     expressions = [
         selector["cel"]["expression"]
         for selector in [*((device_class.get("spec") or {}).get("selectors") or []), *(exactly.get("selectors") or [])]
@@ -150,19 +118,70 @@ def _serve(
         matching = [c for c in offered if all(matches(e, device_variable(c.driver, c.device)) for e in expressions)]
     except SelectorError as err:
         raise Unsatisfiable(name, str(err)) from err
-    free = [c for c in matching if c.key not in taken and (c.shared or c.key not in in_use)]
-    where = f"on node {node!r}"
     if not matching:
-        raise Unsatisfiable(name, f"no device {where} matches the selectors ({len(offered)} devices checked)")
-    if exactly.get("allocationMode", "ExactCount") == "All":
-        if len(free) < len(matching):
-            raise Unsatisfiable(
-                name, f"allocationMode All needs all {len(matching)} matching devices {where}, {len(free)} are free"
-            )
-        return free
-    count = int(exactly.get("count", 1))
-    if len(free) < count:
-        raise Unsatisfiable(
-            name, f"needs {count} device(s), {len(free)} of {len(matching)} matching devices {where} are free"
+        raise Unsatisfiable(name, f"no device on node {node!r} matches the selectors ({len(offered)} devices checked)")
+    capacity: Mapping[str, str] = (exactly.get("capacity") or {}).get("requests") or {}
+    if exactly.get("allocationMode", "ExactCount") != "All":
+        return Need(name, tuple(matching), int(exactly.get("count", 1)), False, capacity)
+    whole, short = [], []
+    for candidate in matching:
+        try:
+            ledger.check_capacity(candidate, consumption(candidate.device, capacity), [])
+            whole.append(candidate)
+        except DoesNotFit as why:
+            short.append(str(why))
+    if not whole:
+        reasons = "; ".join(short[:MAX_REASONS])
+        raise Unsatisfiable(name, f"allocationMode All: no matching device on node {node!r} can serve it ({reasons})")
+    return Need(name, tuple(whole), len(whole), True, capacity)
+
+
+def _constraints(entries: Iterable[Mapping[str, Any]]) -> list[Constraint]:
+    return [
+        Constraint(
+            frozenset(entry.get("requests") or []),
+            str(entry.get("distinctAttribute") or entry.get("matchAttribute")),
+            "distinctAttribute" in entry,
         )
-    return free[:count]
+        for entry in entries
+        if entry.get("distinctAttribute") or entry.get("matchAttribute")
+    ]
+
+
+def _result(pick: Pick, share_id: Callable[[], str]) -> dict[str, Any]:
+    candidate = pick.candidate
+    result: dict[str, Any] = {
+        "request": pick.request,
+        "driver": candidate.driver,
+        "pool": candidate.pool,
+        "device": candidate.name,
+    }
+    if candidate.shared:
+        result["shareID"] = share_id()
+        if pick.consumed:
+            result["consumedCapacity"] = {name: str(amount) for name, amount in pick.consumed.items()}
+    return result
+
+
+def _why(search: Search, node: str, ledger: Ledger) -> Unsatisfiable:
+    """The request the search got stuck on, how many devices fit it alone and why the others did not."""
+    need = search.needs[search.stuck]
+    where = f"on node {node!r}"
+    if search.gave_up:
+        return Unsatisfiable(need.name, f"gave up after trying {search.limit} device choices {where}")
+    free = 0
+    for candidate in need.matching:
+        try:
+            ledger.check(candidate, need, [])
+            free += 1
+        except DoesNotFit:
+            pass
+    refused = list(search.refusals.get(search.stuck, {}).values())
+    reasons = f" ({'; '.join(refused[:MAX_REASONS])})" if refused else ""
+    if need.all_mode:
+        wanted = f"allocationMode All needs all {len(need.matching)} matching devices {where}"
+        return Unsatisfiable(need.name, f"{wanted}, {free} fit{reasons}")
+    counted = f"needs {need.count} device(s), {free} of {len(need.matching)} matching devices {where} fit"
+    if free >= need.count:
+        counted += " alone but not together with the claim's other devices"
+    return Unsatisfiable(need.name, counted + reasons)

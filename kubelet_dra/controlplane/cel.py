@@ -1,9 +1,10 @@
 """DRA device selectors evaluated as CEL (cel-python).
 
-The variable ``device`` carries ``driver``, ``attributes`` and ``capacity``; both maps are keyed by
-domain, and a short attribute name is qualified by the driver name, as in Kubernetes. A domain a
-device has nothing under reads as an empty map, so ``device.attributes["x"].y`` fails on ``y``,
-not on the domain. Capacities are quantities comparable with ``quantity("8Gi")``.
+The variable ``device`` carries ``driver``, ``allowMultipleAllocations``, ``attributes`` and
+``capacity``; both maps are keyed by domain, and a short attribute name is qualified by the
+driver name, as in Kubernetes. A domain a device has nothing under reads as an empty map, so
+``device.attributes["x"].y`` fails on ``y``, not on the domain. Capacities are quantities
+comparable with ``quantity("8Gi")``.
 """
 
 from __future__ import annotations
@@ -88,6 +89,9 @@ def device_variable(driver: str, device: dict[str, Any]) -> celtypes.MapType:
     return celtypes.MapType(
         {
             celtypes.StringType("driver"): celtypes.StringType(driver),
+            celtypes.StringType("allowMultipleAllocations"): celtypes.BoolType(
+                bool(device.get("allowMultipleAllocations"))
+            ),
             celtypes.StringType("attributes"): _Domains(
                 {celtypes.StringType(k): celtypes.MapType(v) for k, v in attributes.items()}
             ),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubelet_dra.controlplane.allocator import DeviceKey, Unsatisfiable, allocate, allocated_keys
+from kubelet_dra.controlplane.allocator import Unsatisfiable, allocate
 from kubelet_dra.controlplane.cluster import (
     Snapshot,
     claims_path,
@@ -21,6 +21,7 @@ from kubelet_dra.controlplane.cluster import (
     pod_node,
     pod_reference,
 )
+from kubelet_dra.controlplane.sharing import Usage
 from kubelet_dra.kube.client import KubeClient
 from kubelet_dra.kube.events import PodEventReporter
 from kubelet_dra.log import get_logger
@@ -38,14 +39,15 @@ class Scheduler:
 
     async def sync(self, snapshot: Snapshot) -> bool:
         """Every pod in turn, each seeing the devices the ones before it were given; False if one must be retried."""
-        in_use = {key for claim in snapshot.claims for key in allocated_keys(claim)}
+        in_use = Usage.of(snapshot.claims)
         succeeded = await for_each(snapshot.pods, lambda pod: self.sync_pod(pod, snapshot, in_use))
         live = {pod["metadata"]["uid"] for pod in snapshot.pods}
         self._events.retain(live)
         return succeeded
 
-    async def sync_pod(self, pod: dict[str, Any], snapshot: Snapshot, in_use: set[DeviceKey]) -> None:
-        """Allocate and reserve the bound pod's claims, all or none; ``in_use`` grows with every allocation made.
+    async def sync_pod(self, pod: dict[str, Any], snapshot: Snapshot, in_use: Usage) -> None:
+        """Allocate and reserve the bound pod's claims, all or none; ``in_use`` grows with every allocation made
+        (capacity consumed and counters used included).
 
         All claims are planned before any is written, so a pod that cannot get everything holds no
         devices while it waits.
@@ -55,7 +57,9 @@ class Scheduler:
             return
         meta = pod["metadata"]
         planned: list[dict[str, Any]] = []
-        taken = set(in_use)
+        allocated: list[dict[str, Any]] = []
+        # the claims this pass allocates; those allocated before are counted in ``in_use`` already
+        taken = in_use.copy()
         for name in pod_claim_names(pod):
             claim = snapshot.claim(meta["namespace"], name)
             if claim is None:
@@ -65,10 +69,11 @@ class Scheduler:
             if any(ref.get("uid") == meta["uid"] for ref in status.get("reservedFor") or []):
                 continue
             allocation = status.get("allocation")
+            newly = allocation is None
             if allocation is None:
                 try:
                     allocation = allocate(
-                        claim, node=node, slices=snapshot.slices, classes=snapshot.classes, in_use=frozenset(taken)
+                        claim, node=node, slices=snapshot.slices, classes=snapshot.classes, in_use=taken
                     ).to_status()
                 except Unsatisfiable as err:
                     await self._report(pod, f"cannot allocate ResourceClaim {name}: {err}")
@@ -81,12 +86,15 @@ class Scheduler:
                 "allocation": allocation,
                 "reservedFor": [*(status.get("reservedFor") or []), pod_reference(pod)],
             }
-            taken |= allocated_keys(claim)
+            if newly:
+                taken.add(claim)
+                allocated.append(claim)
             planned.append(claim)
         for claim in planned:
             name = claim["metadata"]["name"]
             await self._kube.request("PUT", claims_path(meta["namespace"], name) + "/status", body=claim)
-            in_use |= allocated_keys(claim)
+            if any(claim is new for new in allocated):
+                in_use.add(claim)
             log.info("Reserved claim", claim=f"{meta['namespace']}/{name}", pod=meta["name"], node=node)
         self._events.forget(meta["uid"])
 

@@ -37,8 +37,9 @@ def device(name: str, model: str = "A100", memory: str = "16Gi", shared: bool = 
         "attributes": {"model": {"string": model}, "index": {"int": int(name.rsplit("-", 1)[-1])}},
         "capacity": {"memory": {"value": memory}},
     }
-    if shared:
+    if shared:  # each allocation consumes 1Gi, as the policy says (without one it would consume it all)
         entry["allowMultipleAllocations"] = True
+        entry["capacity"]["memory"]["requestPolicy"] = {"default": "1Gi"}
     return entry
 
 

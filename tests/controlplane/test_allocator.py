@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 from cluster_support import claim_manifest, device, device_class_manifest, request, slice_manifest
 
-from kubelet_dra.controlplane.allocator import Unsatisfiable, allocate, allocated_keys
+from kubelet_dra.controlplane.allocator import Unsatisfiable, allocate
+from kubelet_dra.controlplane.sharing import Usage
 
 DRIVER = "gpu.example.com"
 CLASSES = {
@@ -23,6 +24,12 @@ SLICES = [
     ),
     slice_manifest("b", DRIVER, "node-b", [device("device-0")]),
 ]
+
+
+def holding(*names: str) -> Usage:
+    """What other claims hold: these devices of node-a, exclusively."""
+    results = [{"driver": DRIVER, "pool": "node-a", "device": name} for name in names]
+    return Usage.of([{"status": {"allocation": {"devices": {"results": results}}}}])
 
 
 def devices(claim: dict[str, Any], node: str = "node-a", **options: Any) -> list[str]:
@@ -78,22 +85,27 @@ def test_count_takes_that_many_distinct_devices_and_fails_when_short() -> None:
 def test_all_mode_takes_every_matching_device_but_only_if_all_are_free() -> None:
     claim = claim_manifest("c", [request("gpu", "gpu", mode="All")])
     assert devices(claim) == ["device-0", "device-1", "device-2"]
-    with pytest.raises(Unsatisfiable, match="All needs all 3 matching devices on node 'node-a', 2 are free"):
-        devices(claim, in_use=frozenset({(DRIVER, "node-a", "device-0")}))
+    with pytest.raises(
+        Unsatisfiable, match=r"All needs all 3 matching devices on node 'node-a', 2 fit \(device-0: in use\)"
+    ):
+        devices(claim, in_use=holding("device-0"))
 
 
 def test_exclusive_devices_in_use_by_other_claims_are_skipped() -> None:
     first = allocate(claim_manifest("c1", [request("gpu", "gpu")]), node="node-a", slices=SLICES, classes=CLASSES)
-    in_use = allocated_keys({"status": {"allocation": first.to_status()}})
+    in_use = Usage.of([{"status": {"allocation": first.to_status()}}])
     assert devices(claim_manifest("c2", [request("gpu", "gpu")]), in_use=in_use) == ["device-1"]
 
 
-def test_shared_devices_can_be_allocated_to_several_claims_but_once_per_claim() -> None:
+def test_a_shared_device_serves_several_claims_and_several_requests_but_once_per_request() -> None:
     slices = [slice_manifest("s", DRIVER, "node-a", [device("device-0", shared=True)])]
-    in_use = frozenset({(DRIVER, "node-a", "device-0")})
+    first = allocate(claim_manifest("c1", [request("gpu", "gpu")]), node="node-a", slices=slices, classes=CLASSES)
+    in_use = Usage.of([{"status": {"allocation": first.to_status()}}])
     assert devices(claim_manifest("c", [request("gpu", "gpu")]), slices=slices, in_use=in_use) == ["device-0"]
-    with pytest.raises(Unsatisfiable):
-        devices(claim_manifest("c", [request("a", "gpu"), request("b", "gpu")]), slices=slices)
+    both = claim_manifest("c", [request("a", "gpu"), request("b", "gpu")])
+    assert devices(both, slices=slices) == ["device-0", "device-0"]  # as kube-scheduler 1.36 does
+    with pytest.raises(Unsatisfiable, match="needs 2 device"):
+        devices(claim_manifest("c", [request("a", "gpu", count=2)]), slices=slices)
 
 
 def test_node_local_pools_serve_only_their_node_and_all_nodes_pools_need_no_node_selector() -> None:
@@ -130,6 +142,10 @@ def test_class_and_claim_configuration_is_copied_into_the_allocation() -> None:
     ]
 
 
-def test_allocated_keys_reads_an_existing_allocation() -> None:
-    claim = {"status": {"allocation": {"devices": {"results": [{"driver": "d", "pool": "p", "device": "x"}]}}}}
-    assert allocated_keys(claim) == {("d", "p", "x")}
+def test_usage_reads_existing_allocations_exclusive_and_shared() -> None:
+    exclusive = {"driver": "d", "pool": "p", "device": "x"}
+    shared = {"driver": "d", "pool": "p", "device": "y", "shareID": "s", "consumedCapacity": {"bw": "3G"}}
+    again = {**shared, "shareID": "t", "consumedCapacity": {"bw": "500M"}}
+    usage = Usage.of([{"status": {"allocation": {"devices": {"results": [exclusive, shared, again]}}}}])
+    assert usage.exclusive == {("d", "p", "x")}
+    assert usage.consumed[("d", "p", "y")] == {"bw": 3_500_000_000}

@@ -135,7 +135,7 @@ async def test_exclusive_devices_go_to_one_claim_and_the_other_pod_gets_an_event
     assert event["reason"] == "FailedScheduling" and event["type"] == "Warning"
     assert event["message"] == (
         "cannot allocate ResourceClaim second: request 'gpu': "
-        "needs 1 device(s), 0 of 1 matching devices on node 'node-a' are free"
+        "needs 1 device(s), 0 of 1 matching devices on node 'node-a' fit (device-0: in use)"
     )
     assert "allocation" not in (await get_claim(kube, "second")).get("status", {})
 
@@ -148,6 +148,30 @@ async def test_shared_devices_serve_several_claims(kube: KubeClient) -> None:
     async with ControlPlane(kube):
         claims = [await eventually(lambda name=name: allocated(kube, name)) for name in ("a", "b")]
     assert [devices_of(claim) for claim in claims] == [["device-0"], ["device-0"]]
+
+
+async def test_the_third_pod_on_a_device_with_two_shares_waits_with_an_event_naming_the_capacity(
+    kube: KubeClient,
+) -> None:
+    two_shares = {"name": "nic-0", "allowMultipleAllocations": True, "capacity": {"vfs": {"value": "2"}}}
+    await cluster(kube, two_shares)
+    one_vf = request("vf", "gpu")
+    one_vf["exactly"]["capacity"] = {"requests": {"vfs": "1"}}
+    for name in ("a", "b", "c"):
+        await create_claim(kube, name, [one_vf])
+    async with ControlPlane(kube):
+        for name in ("a", "b"):
+            await create_pod(kube, f"pod-{name}", [{"name": "vf", "resourceClaimName": name}], node=NODE)
+            await eventually(lambda name=name: allocated(kube, name))
+        await create_pod(kube, "pod-c", [{"name": "vf", "resourceClaimName": "c"}], node=NODE)
+        (event,) = await eventually(lambda: pod_events(kube, "pod-c"))
+    results = [(await get_claim(kube, name))["status"]["allocation"]["devices"]["results"] for name in ("a", "b")]
+    assert [r["consumedCapacity"] for [r] in results] == [{"vfs": "1"}, {"vfs": "1"}]
+    assert len({r["shareID"] for [r] in results}) == 2
+    assert event["message"] == (
+        "cannot allocate ResourceClaim c: request 'vf': needs 1 device(s), 0 of 1 matching devices on node 'node-a'"
+        " fit (nic-0: capacity vfs has 0 of 2 left, 1 needed)"
+    )
 
 
 async def test_a_claim_needing_a_missing_model_leaves_the_pod_pending_with_a_clear_event(kube: KubeClient) -> None:
