@@ -94,8 +94,8 @@ def client_go_refusals(log_text: str) -> list[str]:
 TEST_DRIVER = "test-driver.cdi.k8s.io"
 
 
-def example_driver_cmd(bin_dir: Path, profile: str) -> str:
-    """``--driver-cmd`` of the DRA example driver with a device profile (gpu, cpu or net).
+def example_driver_cmd(bin_dir: Path, profile: str, extra: str = "") -> str:
+    """``--driver-cmd`` of the DRA example driver with a device profile (gpu, cpu or net) and ``extra`` flags.
 
     QPS and burst are raised: at the default 5/10 its claim GET inside NodePrepareResources is
     throttled, which would measure client-go's rate limiter instead of the driver.
@@ -104,6 +104,7 @@ def example_driver_cmd(bin_dir: Path, profile: str) -> str:
         f"{bin_dir}/dra-example-kubeletplugin --node-name {{node}} --kubeconfig {{kubeconfig}}"
         " --kubelet-registrar-directory-path {registry_dir} --kubelet-plugins-directory-path {plugins_root}"
         f" --cdi-root {{cdi_root}} --device-profile {profile} --kube-api-qps 1000 --kube-api-burst 1000"
+        + (f" {extra}" if extra else "")
     )
 
 

@@ -19,7 +19,8 @@ import attrs
 
 from kubelet_dra.api import dra_v1_pb2
 from kubelet_dra.conformance.framework import CheckFailed, CheckSkipped
-from kubelet_dra.controlplane.allocator import Unsatisfiable, allocate, allocated_keys
+from kubelet_dra.controlplane.allocator import Allocation, Unsatisfiable, allocate
+from kubelet_dra.controlplane.sharing import Usage
 from kubelet_dra.errors import StateError
 from kubelet_dra.kube.client import KubeApiError
 from kubelet_dra.manager.cdi import ResolvedDevice, resolve
@@ -188,20 +189,35 @@ class CheckContext:
         manifest = manifests.claim(name or self.name("claim"), self.device_class, requests=requests, count=count)
         claim = await objects.apply(self.bed.kube, manifest)
         self.defer(lambda: self._forget_claim(claim))
-        slices = await self.slices()
-        device_class = await objects.get(self.bed.kube, "DeviceClass", self.device_class) or {}
-        in_use = frozenset().union(
-            *(allocated_keys(c) for c in await objects.list_objects(self.bed.kube, "ResourceClaim"))
-        )
+        allocate_now = await self._allocator()
         try:
-            allocation = allocate(
-                claim, node=self.node_name, slices=slices, classes={self.device_class: device_class}, in_use=in_use
-            )
+            allocation = allocate_now(claim)
         except Unsatisfiable as err:
             self.fail(f"cannot allocate {count} device(s) of {self.driver_name} on {self.node_name}: {err}")
         consumer = {"apiGroup": CONSUMER_GROUP, "resource": CONSUMER_RESOURCE, "name": claim["metadata"]["name"]}
         status = {"allocation": allocation.to_status(), "reservedFor": [{**consumer, "uid": str(uuid.uuid4())}]}
         return await objects.write_status(self.bed.kube, claim, status)
+
+    async def allocatable_at_once(self) -> int:
+        """How many of the driver's devices on this node one claim can be allocated together: every published
+        one, unless some share counters (partitions of one GPU), then as many as the counters allow."""
+        published = sum(len(item["spec"].get("devices") or []) for item in await self.slices())
+        allocate_now = await self._allocator()
+        for count in range(published, 0, -1):
+            try:
+                allocate_now(manifests.claim("probe", self.device_class, count=count))
+            except Unsatisfiable:
+                continue
+            return count
+        return 0
+
+    async def _allocator(self) -> Callable[[dict[str, Any]], Allocation]:
+        """The scheduler's decision for a claim on this node, given the slices and claims as they are now."""
+        slices = await self.slices()
+        device_class = await objects.get(self.bed.kube, "DeviceClass", self.device_class) or {}
+        in_use = Usage.of(await objects.list_objects(self.bed.kube, "ResourceClaim"))
+        classes = {self.device_class: device_class}
+        return lambda claim: allocate(claim, node=self.node_name, slices=slices, classes=classes, in_use=in_use)
 
     async def _forget_claim(self, claim: dict[str, Any]) -> None:
         with contextlib.suppress(Exception):

@@ -37,8 +37,9 @@ class Device:
             },
             "capacity": {"memory": {"value": DEVICE_MEMORY}},
         }
-        if shared:
+        if shared:  # each allocation takes 1Gi unless it asks for more, so claims really share the device
             entry["allowMultipleAllocations"] = True
+            entry["capacity"]["memory"]["requestPolicy"] = {"default": "1Gi", "validRange": {"min": "1Gi"}}
         return entry
 
 

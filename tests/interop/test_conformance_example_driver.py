@@ -39,11 +39,21 @@ async def run_conformance(driver_cmd: str, *extra: str) -> tuple[int, dict, str]
     return code, report, logs
 
 
+PROFILES = {
+    "gpu": ("gpu", ""),
+    "cpu": ("cpu", ""),
+    "net": ("net", ""),
+    "gpu-partitions": ("gpu", "--gpu-partitions 2"),
+}
+"""The example driver's profiles: whole GPUs; CPUs and NICs shared with consumable capacity; GPUs published
+whole and in partitions that share counters (8 GPUs, 24 devices, at most 16 allocatable at once)."""
+
+
 @pytest.mark.parametrize("server", SERVERS)
-@pytest.mark.parametrize("profile", ["gpu", "cpu", "net"])
+@pytest.mark.parametrize("profile", sorted(PROFILES))
 async def test_the_example_driver_passes(request: pytest.FixtureRequest, interop_bin: Path, profile: str, server: str):
     args = cluster_args(request, server, f"example-{profile}")
-    code, report, log = await run_conformance(example_driver_cmd(interop_bin, profile), *args)
+    code, report, log = await run_conformance(example_driver_cmd(interop_bin, *PROFILES[profile]), *args)
     counts, unexplained = conformance_verdicts(report, "dra-example-kubeletplugin")
     assert not unexplained, f"{counts}: " + "\n".join(unexplained)
     assert code == 0

@@ -18,7 +18,6 @@ from kubelet_dra.conformance.checks.prepare import (
     device_summary,
     expect_keys,
     prepared,
-    published_devices,
     require_devices,
 )
 from kubelet_dra.conformance.context import CheckContext
@@ -140,8 +139,8 @@ async def prepare_after_unprepare(ctx: CheckContext) -> None:
     reference="SPEC §5.4 (exclusive devices)",
 )
 async def devices_freed(ctx: CheckContext) -> None:
-    count = await published_devices(ctx)
-    ctx.expect(count, f"{ctx.driver_name} published no devices for {ctx.node_name}")
+    count = await ctx.allocatable_at_once()
+    ctx.expect(count, f"{ctx.driver_name} published no devices for {ctx.node_name} that can be allocated")
     first = await ctx.allocated_claim(count)
     await prepared(ctx, first)
     await unprepared(ctx, first)
