@@ -189,9 +189,8 @@ class CheckContext:
         manifest = manifests.claim(name or self.name("claim"), self.device_class, requests=requests, count=count)
         claim = await objects.apply(self.bed.kube, manifest)
         self.defer(lambda: self._forget_claim(claim))
-        allocate_now = await self._allocator()
         try:
-            allocation = allocate_now(claim)
+            allocation = await self._allocation(claim)
         except Unsatisfiable as err:
             self.fail(f"cannot allocate {count} device(s) of {self.driver_name} on {self.node_name}: {err}")
         consumer = {"apiGroup": CONSUMER_GROUP, "resource": CONSUMER_RESOURCE, "name": claim["metadata"]["name"]}
@@ -200,24 +199,31 @@ class CheckContext:
 
     async def allocatable_at_once(self) -> int:
         """How many of the driver's devices on this node one claim can be allocated together: every published
-        one, unless some share counters (partitions of one GPU), then as many as the counters allow."""
-        published = sum(len(item["spec"].get("devices") or []) for item in await self.slices())
-        allocate_now = await self._allocator()
-        for count in range(published, 0, -1):
-            try:
-                allocate_now(manifests.claim("probe", self.device_class, count=count))
-            except Unsatisfiable:
-                continue
-            return count
-        return 0
+        one, unless some share counters (partitions of one GPU), then as many as one device after another fit.
 
-    async def _allocator(self) -> Callable[[dict[str, Any]], Allocation]:
-        """The scheduler's decision for a claim on this node, given the slices and claims as they are now."""
+        Devices are added one at a time, each allocated around the ones before, so an impossible count is never
+        searched for (that search only ends at its give-up limit)."""
+        slices = await self.slices()
+        device_class = await objects.get(self.bed.kube, "DeviceClass", self.device_class) or {}
+        usage = Usage.of(await objects.list_objects(self.bed.kube, "ResourceClaim"))
+        classes = {self.device_class: device_class}
+        probe = manifests.claim("probe", self.device_class, count=1)
+        count = 0
+        while True:
+            try:
+                allocation = allocate(probe, node=self.node_name, slices=slices, classes=classes, in_use=usage)
+            except Unsatisfiable:
+                return count
+            usage.add({"status": {"allocation": allocation.to_status()}})
+            count += 1
+
+    async def _allocation(self, claim: dict[str, Any]) -> Allocation:
+        """The scheduler's decision for ``claim`` on this node, given the slices and claims as they are now."""
         slices = await self.slices()
         device_class = await objects.get(self.bed.kube, "DeviceClass", self.device_class) or {}
         in_use = Usage.of(await objects.list_objects(self.bed.kube, "ResourceClaim"))
         classes = {self.device_class: device_class}
-        return lambda claim: allocate(claim, node=self.node_name, slices=slices, classes=classes, in_use=in_use)
+        return allocate(claim, node=self.node_name, slices=slices, classes=classes, in_use=in_use)
 
     async def _forget_claim(self, claim: dict[str, Any]) -> None:
         with contextlib.suppress(Exception):
