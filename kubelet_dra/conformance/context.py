@@ -199,23 +199,28 @@ class CheckContext:
 
     async def allocatable_at_once(self) -> int:
         """How many of the driver's devices on this node one claim can be allocated together: every published
-        one, unless some share counters (partitions of one GPU), then as many as one device after another fit.
+        one, unless some share counters (partitions of one GPU), then as many as the counters allow.
 
-        Devices are added one at a time, each allocated around the ones before, so an impossible count is never
+        A device that allows multiple allocations counts once (one request takes a device once); the others
+        are added one at a time, each allocated around the ones before, so an impossible count is never
         searched for (that search only ends at its give-up limit)."""
         slices = await self.slices()
+        published = [device for item in slices for device in item["spec"].get("devices") or []]
+        shared = sum(1 for device in published if device.get("allowMultipleAllocations"))
         device_class = await objects.get(self.bed.kube, "DeviceClass", self.device_class) or {}
         usage = Usage.of(await objects.list_objects(self.bed.kube, "ResourceClaim"))
         classes = {self.device_class: device_class}
         probe = manifests.claim("probe", self.device_class, count=1)
-        count = 0
+        selector = {"cel": {"expression": "device.allowMultipleAllocations == false"}}
+        probe["spec"]["devices"]["requests"][0]["exactly"]["selectors"] = [selector]
+        exclusive = 0
         while True:
             try:
                 allocation = allocate(probe, node=self.node_name, slices=slices, classes=classes, in_use=usage)
             except Unsatisfiable:
-                return count
+                return shared + exclusive
             usage.add({"status": {"allocation": allocation.to_status()}})
-            count += 1
+            exclusive += 1
 
     async def _allocation(self, claim: dict[str, Any]) -> Allocation:
         """The scheduler's decision for ``claim`` on this node, given the slices and claims as they are now."""

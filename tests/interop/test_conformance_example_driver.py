@@ -43,10 +43,11 @@ PROFILES = {
     "gpu": ("gpu", ""),
     "cpu": ("cpu", ""),
     "net": ("net", ""),
-    "gpu-partitions": ("gpu", "--gpu-partitions 2"),
+    "gpu-partitions": ("gpu", "--gpu-partitions 2 --driver-name partitions.example.com"),
 }
 """The example driver's profiles: whole GPUs; CPUs and NICs shared with consumable capacity; GPUs published
-whole and in partitions that share counters (8 GPUs, 24 devices, at most 16 allocatable at once)."""
+whole and in partitions that share counters (8 GPUs, 24 devices, at most 16 allocatable at once), under a
+driver name of their own: on the shared real server the suite counts a driver's slices of other nodes."""
 
 
 @pytest.mark.parametrize("server", SERVERS)

@@ -48,22 +48,38 @@ def expect_keys(
 
 
 def expect_devices(ctx: CheckContext, claim: Mapping[str, Any], devices: Sequence[dra_v1_pb2.Device]) -> None:
-    """The devices of a prepared claim are the allocated ones, each naming pool, device and its request."""
-    results = claim["status"]["allocation"]["devices"]["results"]
-    allocated = {(r["pool"], r["device"]): r["request"] for r in results if r["driver"] == ctx.driver_name}
+    """The devices of a prepared claim are the allocated ones, each naming pool, device and its request.
+
+    A shared device may be allocated to several requests of one claim, once per request with its own
+    shareID; the driver then answers one entry per share, each naming its request."""
+    results = [r for r in claim["status"]["allocation"]["devices"]["results"] if r["driver"] == ctx.driver_name]
+    allocated: dict[tuple[str, str], set[str]] = {}
+    for result in results:
+        allocated.setdefault((result["pool"], result["device"]), set()).add(result["request"].split("/")[0])
+    by_share = {r["shareID"]: r["request"].split("/")[0] for r in results if "shareID" in r}
     label = claim_label(claim)
+    named: set[tuple[tuple[str, str], str]] = set()
     for device in devices:
         ctx.expect(device.pool_name and device.device_name, f"claim {label}: a device without pool or device name")
         key = (device.pool_name, device.device_name)
         ctx.expect(key in allocated, f"claim {label}: device {'/'.join(key)} was not allocated ({sorted(allocated)})")
+        share = device.share_id if device.HasField("share_id") else ""
+        expected = {by_share[share]} if share in by_share else allocated[key]
         requests = {name.split("/")[0] for name in device.request_names}
         ctx.expect(
-            allocated[key].split("/")[0] in requests,
-            f"claim {label}: device {'/'.join(key)} names requests {list(device.request_names)},"
-            f" not its request {allocated[key]!r} (containers asking for that request would not get it)",
+            bool(requests & expected),
+            f"claim {label}: device {'/'.join(key)}{f' (share {share})' if share else ''} names requests"
+            f" {list(device.request_names)}, not its request {' or '.join(sorted(expected))!r}"
+            " (containers asking for that request would not get it)",
         )
-    returned = {(d.pool_name, d.device_name) for d in devices}
-    ctx.expect(returned == set(allocated), f"claim {label}: prepared {sorted(returned)}, allocated {sorted(allocated)}")
+        named |= {(key, request) for request in requests}
+    unanswered = sorted(
+        f"{'/'.join(key)} for {request!r}"
+        for key, wanted in allocated.items()
+        for request in wanted
+        if (key, request) not in named
+    )
+    ctx.expect(not unanswered, f"claim {label}: no prepared device answers {', '.join(unanswered)}")
 
 
 async def prepared(ctx: CheckContext, *claims: Mapping[str, Any]) -> dict[str, list[dra_v1_pb2.Device]]:
