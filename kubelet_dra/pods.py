@@ -87,6 +87,8 @@ class PodWorkers:
         self._events = PodEventReporter(kube, {"component": "kubelet", "host": node_name})
         self.started: set[str] = set()
         """UIDs of pods whose claims are prepared and that were reported Running."""
+        self.last_error = ""
+        """The latest failed prepare, unprepare or final delete, for status views ("" while none failed)."""
 
     def start(self) -> None:
         self._tasks.append(asyncio.create_task(self._watch(), name="pod watch"))
@@ -190,6 +192,7 @@ class PodWorkers:
                 await self.manager.unprepare_resources(last)
             except UnprepareError as err:
                 log.error("Failed to terminate pod, will retry", err)
+                self.last_error = f"{_key(last)}: {err}"
                 return False
             self.started.discard(uid)
             log.info("Unprepared dynamic resources of terminated pod")
@@ -198,6 +201,7 @@ class PodWorkers:
             try:
                 await self.manager.prepare_resources(pod)
             except PrepareError as err:
+                self.last_error = f"{_key(pod)}: {err}"
                 await self._event(pod, FAILED_PREPARE_REASON, f"Failed to prepare dynamic resources: {err}")
                 return False
             for container in pod["spec"].get("containers") or []:
@@ -223,6 +227,7 @@ class PodWorkers:
             if err.not_found:
                 return True
             log.error("Failed to delete terminated pod, will retry", err)
+            self.last_error = f"{_key(pod)}: {err}"
             return False
         log.info("Deleted terminated pod")
         return True

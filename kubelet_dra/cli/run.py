@@ -8,6 +8,10 @@ status Running, claims unprepared on deletion, then the deletion finished. The D
 checkpoint goes to ``--state-dir``, by default the registry dir's parent — where a kubelet keeps
 ``dra_manager_state`` next to ``plugins_registry`` (its root dir). With ``--metrics-port`` the
 kubelet's DRA metrics are served at ``/metrics``. Ctrl-C or SIGTERM stops it cleanly.
+
+With ``--nodes 'sim-{0..49}'`` it runs many nodes in this one process, each in its own dir under
+``--root-dir``, and ``--driver-cmd`` (or ``--reference-driver``) starts one driver process per node;
+a table per node (drivers registered, pods, prepared claims, last error) shows how they fare.
 """
 
 from __future__ import annotations
@@ -16,26 +20,60 @@ import argparse
 import asyncio
 import contextlib
 import signal
+import tempfile
 from pathlib import Path
 
 import attrs
+from rich.live import Live
 
-from kubelet_dra.cli import nodeflags
+from kubelet_dra.cli import nodeflags, output
 from kubelet_dra.cli.command import Command
 from kubelet_dra.errors import UsageError
+from kubelet_dra.fleet import Fleet, NodeLayout, NodeRow, expand, view
 from kubelet_dra.manager import DEFAULT_RECONCILE_PERIOD
-from kubelet_dra.node import Node, NodeOptions
+from kubelet_dra.node import NodeOptions
 from kubelet_dra.pods import DEFAULT_RETRY_PERIOD
 from kubelet_dra.scenarios.record import Recorder
+from kubelet_dra.testbed import PLACEHOLDERS, DriverSpec, command_words
+
+REFRESH_PERIOD = 1.0
+"""Seconds between looks at the nodes for the table (live) or the tally line (in a pipe)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--node-name", required=True, metavar="NAME", help="the simulated node's name")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--node-name", metavar="NAME", help="the simulated node's name")
+    which.add_argument(
+        "--nodes",
+        metavar="PATTERN",
+        help="run many nodes in this process, named by a shell-like pattern: 'sim-{0..49}', 'gpu-{a,b}', 'n1,n2'",
+    )
     parser.add_argument(
         "--registry-dir",
-        required=True,
         metavar="DIR",
-        help="plugin registry dir to watch for registration sockets (a kubelet's: /var/lib/kubelet/plugins_registry)",
+        help="plugin registry dir to watch for registration sockets (a kubelet's: /var/lib/kubelet/plugins_registry;"
+        " default: <root-dir>/<node>/plugins_registry)",
+    )
+    parser.add_argument(
+        "--root-dir",
+        metavar="DIR",
+        help="each node's dir goes below it: <root-dir>/<node>/ holds plugins_registry, plugins, cdi and the"
+        " checkpoint, as a kubelet's root dir does (default: a new dir in /tmp, kept)",
+    )
+    drivers = parser.add_mutually_exclusive_group()
+    drivers.add_argument(
+        "--driver-cmd",
+        metavar="COMMAND",
+        help="start this driver once per node, its placeholders filled in for that node: "
+        + ", ".join("{" + p + "}" for p in PLACEHOLDERS),
+    )
+    drivers.add_argument(
+        "--reference-driver",
+        metavar="DRIVER_NAME",
+        help="start the bundled reference driver, named DRIVER_NAME, once per node",
+    )
+    parser.add_argument(
+        "--driver-name", metavar="NAME", help="the name --driver-cmd's {driver} stands for (default: empty)"
     )
     nodeflags.add_arguments(parser)
     parser.add_argument(
@@ -95,10 +133,24 @@ def options(args: argparse.Namespace) -> NodeOptions:
             where="--metrics-port",
             fix="give 1-65535, or 0 for off",
         )
+    if args.nodes is not None:
+        one_node = {
+            "--registry-dir": args.registry_dir,
+            "--state-dir": args.state_dir,
+            "--record": args.record,
+            "--record-calls": args.record_calls,
+            "--metrics-port": args.metrics_port,
+        }
+        for flag, value in one_node.items():
+            if value:
+                raise UsageError(
+                    f"{flag} belongs to one node, and --nodes runs many",
+                    where=flag,
+                    fix="leave it out (each node has its own dirs under --root-dir), or run one node with --node-name",
+                )
     return attrs.evolve(
         nodeflags.node_options(args),
         record_calls=args.record_calls,
-        state_dir=args.state_dir or str(Path(args.registry_dir).absolute().parent),
         reconcile_period=args.reconcile_period,
         pod_retry_period=args.pod_retry_period,
         metrics_port=args.metrics_port or None,
@@ -106,24 +158,106 @@ def options(args: argparse.Namespace) -> NodeOptions:
     )
 
 
+def driver(args: argparse.Namespace) -> DriverSpec | None:
+    """The driver each node gets, its command checked now rather than at the fiftieth start."""
+    if args.reference_driver:
+        if args.driver_name:
+            raise UsageError(
+                "--driver-name names the driver of --driver-cmd", where="--driver-name", fix="leave it out"
+            )
+        return DriverSpec(args.reference_driver)
+    if args.driver_cmd is not None:
+        command_words(args.driver_cmd, dict.fromkeys(PLACEHOLDERS, ""), where="--driver-cmd")
+        return DriverSpec(args.driver_name, command=args.driver_cmd, label="driver")
+    if args.driver_name:
+        raise UsageError(
+            "--driver-name without a driver to start",
+            where="--driver-name",
+            fix="give --driver-cmd too, or leave it out",
+        )
+    return None
+
+
+def layouts(args: argparse.Namespace) -> list[NodeLayout]:
+    """Each node's dirs: the given registry (and state) dir for one node, else one dir per node under the root."""
+    if args.nodes is None and args.registry_dir:
+        registry = Path(args.registry_dir).absolute()
+        root = Path(args.state_dir).absolute() if args.state_dir else registry.parent
+        return [NodeLayout(args.node_name, root, registry)]
+    names = expand(args.nodes) if args.nodes is not None else [args.node_name]
+    root_dir = Path(args.root_dir) if args.root_dir else Path(tempfile.mkdtemp(prefix="kubelet-dra-nodes-", dir="/tmp"))
+    return [NodeLayout.under(root_dir, name) for name in names]
+
+
 def run(args: argparse.Namespace) -> int:
-    asyncio.run(serve(args, options(args)))
+    node_options, spec = options(args), driver(args)
+    nodes = layouts(args)
+    if args.nodes is None:
+        asyncio.run(serve_one(args, node_options, nodes[0], spec))
+        return 0
+    live = args.output == "text" and output.console().is_terminal
+    with output.quiet_logs(args.verbosity) if live else contextlib.nullcontext():
+        rows = asyncio.run(serve_many(args, node_options, nodes, spec, live=live))
+    if args.output == "json":
+        output.print_json([attrs.asdict(row) for row in rows])
+    else:
+        output.console().print(view.table(rows))
     return 0
 
 
-async def serve(args: argparse.Namespace, node_options: NodeOptions) -> None:
+def _stop_on_signals() -> asyncio.Event:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
+    return stop
+
+
+async def serve_one(
+    args: argparse.Namespace, node_options: NodeOptions, layout: NodeLayout, spec: DriverSpec | None
+) -> None:
+    stop = _stop_on_signals()
     async with (
         nodeflags.api_server(args) as kubeconfig,
-        Node(args.node_name, args.registry_dir, kubeconfig=kubeconfig, options=node_options) as node,
-        Recorder(node, args.record, kubeconfig=kubeconfig, registry_dir=args.registry_dir)
+        Fleet([layout], kubeconfig=kubeconfig, options=node_options, driver=spec) as fleet,
+        Recorder(fleet.nodes[0], args.record, kubeconfig=kubeconfig, registry_dir=str(layout.registry_dir))
         if args.record
         else contextlib.nullcontext(),
     ):
         await stop.wait()
+
+
+async def serve_many(
+    args: argparse.Namespace,
+    node_options: NodeOptions,
+    nodes: list[NodeLayout],
+    spec: DriverSpec | None,
+    *,
+    live: bool,
+) -> list[NodeRow]:
+    """Run the nodes until a signal; the rows as they were at the end."""
+    stop = _stop_on_signals()
+    console = output.console()
+    async with (
+        nodeflags.api_server(args) as kubeconfig,
+        Fleet(nodes, kubeconfig=kubeconfig, options=node_options, driver=spec) as fleet,
+    ):
+        tallies = not live and args.output == "text"  # JSON output is the final document alone
+        if tallies:
+            console.print(f"{len(nodes)} nodes under {nodes[0].root.parent}, API server kubeconfig {kubeconfig}")
+        screen = Live(view.table(fleet.rows()), console=console, refresh_per_second=2) if live else None
+        with screen or contextlib.nullcontext():
+            shown = ""
+            while not stop.is_set():
+                rows = fleet.rows()
+                if screen is not None:
+                    screen.update(view.table(rows))
+                elif tallies and (line := view.tally(rows)) != shown:
+                    console.print(line)
+                    shown = line
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), REFRESH_PERIOD)
+        return fleet.rows()
 
 
 COMMAND = Command(

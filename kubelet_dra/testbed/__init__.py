@@ -2,7 +2,14 @@
 
 from kubelet_dra.testbed import manifests, objects
 from kubelet_dra.testbed.bed import Testbed, TestbedOptions
-from kubelet_dra.testbed.drivers import PLACEHOLDERS, REFERENCE_DRIVER, DriverProcess, DriverSpec, command_words
+from kubelet_dra.testbed.drivers import (
+    PLACEHOLDERS,
+    REFERENCE_DRIVER,
+    DriverProcess,
+    DriverSpec,
+    command_words,
+    placeholder_values,
+)
 
 __all__ = [
     "PLACEHOLDERS",
@@ -14,4 +21,5 @@ __all__ = [
     "command_words",
     "manifests",
     "objects",
+    "placeholder_values",
 ]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -31,7 +30,7 @@ from kubelet_dra.log import get_logger
 from kubelet_dra.node import Node, NodeOptions
 from kubelet_dra.plugins import CallRecord, PluginInstance
 from kubelet_dra.registration import SocketPhase
-from kubelet_dra.testbed.drivers import DriverProcess, DriverSpec
+from kubelet_dra.testbed.drivers import DriverProcess, DriverSpec, placeholder_values
 
 T = TypeVar("T")
 POLL_INTERVAL = 0.05
@@ -219,16 +218,15 @@ class Testbed:
     # --- drivers ---
 
     def placeholders(self, spec: DriverSpec, plugin_dir: Path) -> dict[str, str]:
-        return {
-            "node": self.options.node_name,
-            "kubeconfig": str(self.kubeconfig),
-            "registry_dir": str(self.registry_dir),
-            "plugin_dir": str(plugin_dir),
-            "plugins_root": str(self.plugins_root),
-            "cdi_root": str(self.cdi_root),
-            "driver": spec.name or "",
-            "python": sys.executable,
-        }
+        return placeholder_values(
+            node=self.options.node_name,
+            kubeconfig=self.kubeconfig,
+            registry_dir=self.registry_dir,
+            plugin_dir=plugin_dir,
+            plugins_root=self.plugins_root,
+            cdi_root=self.cdi_root,
+            driver=spec.name or "",
+        )
 
     def driver_process(self, spec: DriverSpec) -> DriverProcess:
         """A driver process for ``spec``, not started; its plugin dir and log are its own."""

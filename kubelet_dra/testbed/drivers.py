@@ -15,6 +15,7 @@ import os
 import shlex
 import signal
 import string
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,29 @@ REFERENCE_DRIVER = (
 """The bundled reference driver as a command template; flags (devices, fault knobs) are appended."""
 STOP_GRACE = 10.0
 LOG_TAIL = 20
+
+
+def placeholder_values(
+    *,
+    node: str,
+    kubeconfig: Path,
+    registry_dir: Path,
+    plugin_dir: Path,
+    plugins_root: Path,
+    cdi_root: Path,
+    driver: str,
+) -> dict[str, str]:
+    """What each placeholder of a driver command stands for on one node (``driver`` may be "")."""
+    return {
+        "node": node,
+        "kubeconfig": str(kubeconfig),
+        "registry_dir": str(registry_dir),
+        "plugin_dir": str(plugin_dir),
+        "plugins_root": str(plugins_root),
+        "cdi_root": str(cdi_root),
+        "driver": driver,
+        "python": sys.executable,
+    }
 
 
 def command_words(template: str, values: Mapping[str, str], *, where: str) -> list[str]:

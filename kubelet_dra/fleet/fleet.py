@@ -1,0 +1,175 @@
+"""``Fleet``: many simulated nodes in one process, each with its own dirs and its own driver process.
+
+Scale testers want fifty DRA nodes, not fifty kubelet-dra processes: one process per node costs
+about 94 MB, while a ``Node`` in a shared process costs a few MB. The nodes share one event loop
+and one API client; everything a kubelet keeps per node stays per node (registry dir, plugins dir,
+CDI dir, checkpoint, Node object, Lease, pod workers), and each node gets its driver from one
+command template, its placeholders filled in for that node, as a DaemonSet gives every node its pod.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+
+import attrs
+
+from kubelet_dra.kube.client import KubeClient
+from kubelet_dra.log import get_logger
+from kubelet_dra.metrics import ANY_DRIVER
+from kubelet_dra.node import Node, NodeOptions
+from kubelet_dra.testbed import DriverProcess, DriverSpec, placeholder_values
+
+REGISTRY = "plugins_registry"
+PLUGINS = "plugins"
+CDI = "cdi"
+
+
+@attrs.frozen
+class NodeLayout:
+    """Where one node keeps its things, as a kubelet does under its root dir (``/var/lib/kubelet``)."""
+
+    name: str
+    root: Path
+    """The node's root dir: its checkpoint, health state and driver log live here."""
+    registry_dir: Path
+
+    @classmethod
+    def under(cls, root_dir: Path, name: str) -> NodeLayout:
+        """The layout of node ``name`` in its own dir below ``root_dir``."""
+        root = root_dir.absolute() / name
+        return cls(name, root, root / REGISTRY)
+
+    @property
+    def plugins_root(self) -> Path:
+        return self.root / PLUGINS
+
+    @property
+    def cdi_root(self) -> Path:
+        return self.root / CDI
+
+
+@attrs.frozen
+class NodeRow:
+    """One node at a glance, for the live table and the JSON status."""
+
+    name: str
+    drivers: tuple[str, ...]
+    """Drivers with a connected instance."""
+    pods: int
+    """Pods whose claims are prepared and that run."""
+    claims: int
+    """Prepared claims in the DRA manager's cache."""
+    driver_process: str
+    """``running``, ``exited N`` or "" when the fleet starts no driver."""
+    last_error: str
+
+
+class Fleet:
+    """``async with Fleet(layouts, kubeconfig=…, options=…, driver=spec) as fleet:`` then ``fleet.rows()``."""
+
+    def __init__(
+        self,
+        layouts: Sequence[NodeLayout],
+        *,
+        kubeconfig: str,
+        options: NodeOptions,
+        driver: DriverSpec | None = None,
+    ) -> None:
+        self.layouts = list(layouts)
+        self.kubeconfig = kubeconfig
+        self.options = options
+        self.driver = driver
+        self.nodes: list[Node] = []
+        self.drivers: dict[str, DriverProcess] = {}
+        """Node name → its driver process."""
+        self._kube: KubeClient | None = None
+        self._stack = contextlib.AsyncExitStack()
+        self._log = get_logger("fleet")
+
+    async def __aenter__(self) -> Fleet:
+        try:
+            await self._start()
+        except BaseException:
+            await self._stop()
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self._stop()
+
+    async def _start(self) -> None:
+        self._kube = KubeClient.from_kubeconfig(self.kubeconfig)
+        # Nodes first: a driver publishes ResourceSlices owned by its Node, which must exist by then.
+        for layout in self.layouts:
+            layout.root.mkdir(parents=True, exist_ok=True)  # the registry dir is the plugin watcher's to make
+            options = attrs.evolve(self.options, state_dir=str(layout.root))
+            node = Node(layout.name, str(layout.registry_dir), kube=self._kube, options=options)
+            self.nodes.append(await self._stack.enter_async_context(node))
+        self._log.info("Nodes started", nodes=len(self.nodes))
+        if self.driver is not None:
+            for layout in self.layouts:
+                process = self._driver_process(layout, self.driver)
+                self.drivers[layout.name] = process
+                await process.start()
+            self._log.info("Driver processes started", drivers=len(self.drivers))
+
+    def _driver_process(self, layout: NodeLayout, spec: DriverSpec) -> DriverProcess:
+        plugin_dir = layout.plugins_root / spec.key
+        layout.cdi_root.mkdir(parents=True, exist_ok=True)
+        if spec.name:  # a kubelet host has the driver's dir under the plugins root (Kubernetes' test driver needs it)
+            (layout.plugins_root / spec.name).mkdir(parents=True, exist_ok=True)
+        values = placeholder_values(
+            node=layout.name,
+            kubeconfig=Path(self.kubeconfig).absolute(),
+            registry_dir=layout.registry_dir,
+            plugin_dir=plugin_dir,
+            plugins_root=layout.plugins_root,
+            cdi_root=layout.cdi_root,
+            driver=spec.name or "",
+        )
+        return DriverProcess(spec, values, plugin_dir, layout.root / f"{spec.key}.log")
+
+    async def _stop(self) -> None:
+        stops = [process.stop() for process in self.drivers.values()]
+        for outcome in await asyncio.gather(*stops, return_exceptions=True):
+            if isinstance(outcome, BaseException):
+                self._log.error("Failed to stop a driver process", outcome)
+        await self._stack.aclose()
+        if self._kube is not None:
+            self._kube.close()
+            self._kube = None
+
+    # --- state for people and tools ---
+
+    def rows(self) -> list[NodeRow]:
+        return [self._row(layout, node) for layout, node in zip(self.layouts, self.nodes, strict=False)]
+
+    def _row(self, layout: NodeLayout, node: Node) -> NodeRow:
+        drivers = sorted({instance.driver_name for instance in node.instances() if instance.connected})
+        process = self.drivers.get(layout.name)
+        state = "" if process is None else "running" if process.running else f"exited {process.returncode}"
+        return NodeRow(
+            name=layout.name,
+            drivers=tuple(drivers),
+            pods=len(node.pods.started) if node.pods else 0,
+            claims=node.manager.cache.claims_in_use()[ANY_DRIVER] if node.manager else 0,
+            driver_process=state,
+            last_error=self._last_error(node, process),
+        )
+
+    @staticmethod
+    def _last_error(node: Node, process: DriverProcess | None) -> str:
+        """The most pressing problem: a dead driver, then a failed registration, then a failed pod sync."""
+        if process is not None and not process.running and process.starts:
+            tail = process.log_tail(1)
+            return f"driver exited with code {process.returncode}" + (f": {tail}" if tail else "")
+        if diagnoses := node.diagnoses():
+            diagnosis = list(diagnoses.values())[-1]
+            return f"{diagnosis.id} {diagnosis.cause}"
+        return node.pods.last_error if node.pods else ""

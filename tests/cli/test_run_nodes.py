@@ -1,0 +1,178 @@
+"""``kubelet-dra run --nodes``: many simulated nodes in one process, each with its own driver process.
+
+One process runs the embedded API server and three nodes; each node starts its own reference
+driver from the command template. The offline control plane (its own process) generates and
+allocates a claim for one pod per node; each node prepares its pod's claim through its own driver,
+reports it Running, and unprepares it on deletion. The tally line and the final table say so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from helpers import eventually, kubelet_dra
+
+from kubelet_dra.kube.client import KubeClient
+from kubelet_dra.testbed import manifests, objects
+
+DRIVER = "gpu.example.com"
+NODES = ("sim-0", "sim-1", "sim-2")
+CLAIM_SPECS = "*device_[0-9a-f]*-*.json"
+"""The reference driver's CDI spec files of one claim (the driver's common spec stays)."""
+
+
+class Fleet:
+    """The ``run --nodes`` process; its stdout and stderr are read all along (the pipes never fill)."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.out: list[str] = []
+        self.err: list[str] = []
+        self._readers = [
+            asyncio.create_task(self._read(proc.stdout, self.out)),
+            asyncio.create_task(self._read(proc.stderr, self.err)),
+        ]
+
+    @staticmethod
+    async def _read(stream: asyncio.StreamReader | None, lines: list[str]) -> None:
+        assert stream is not None
+        async for raw in stream:
+            lines.append(raw.decode().rstrip("\n"))
+
+    def saw(self, text: str) -> bool:
+        return any(text in line for line in self.out)
+
+    async def stop(self) -> int:
+        """SIGTERM; the exit code."""
+        self.proc.terminate()
+        code = await asyncio.wait_for(self.proc.wait(), 60)
+        await asyncio.gather(*self._readers)
+        return code
+
+
+@pytest.fixture
+def root() -> Iterator[Path]:
+    """A short dir: the nodes' driver sockets live below it (Unix socket paths are limited to 107 bytes)."""
+    path = Path(tempfile.mkdtemp(prefix="kd-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+async def fleet(root: Path) -> AsyncIterator[tuple[Fleet, KubeClient]]:
+    kubeconfig = root / "kubeconfig"
+    proc = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "kubelet_dra", "run", "--nodes", "sim-{0..2}", "--root-dir", str(root / "nodes")),
+        *("--reference-driver", DRIVER, "--kubeconfig-out", str(kubeconfig), "--pod-retry-period", "0.2"),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    running = Fleet(proc)
+    controlplane: asyncio.subprocess.Process | None = None
+    kube: KubeClient | None = None
+    try:
+        assert await eventually(lambda: running.saw("3 nodes, 3 with a driver registered"), timeout=60), running.out
+        controlplane = await asyncio.create_subprocess_exec(
+            *(sys.executable, "-m", "kubelet_dra", "controlplane", "--kubeconfig", str(kubeconfig)),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        kube = KubeClient.from_kubeconfig(str(kubeconfig))
+        yield running, kube
+    finally:
+        if controlplane is not None:
+            controlplane.terminate()
+            await controlplane.wait()
+        if kube is not None:
+            kube.close()
+        if running.proc.returncode is None:
+            await running.stop()
+
+
+async def test_each_node_prepares_its_pod_through_its_own_driver(fleet: tuple[Fleet, KubeClient], root: Path) -> None:
+    running, kube = fleet
+    await objects.apply(kube, manifests.device_class(DRIVER))
+    await objects.apply(kube, manifests.claim_template("one-gpu", DRIVER))
+    for node in NODES:
+        await objects.apply(kube, manifests.pod(f"pod-{node}", node, templates={"gpu": "one-gpu"}))
+
+    async def all_running() -> bool:
+        pods = await objects.list_objects(kube, "Pod", objects.DEFAULT_NAMESPACE)
+        phases = {pod["spec"]["nodeName"]: (pod.get("status") or {}).get("phase") for pod in pods}
+        return set(phases) == set(NODES) and set(phases.values()) == {"Running"}
+
+    assert await eventually(all_running, timeout=60), running.out
+    assert await eventually(lambda: running.saw("3 pods running, 3 claims prepared"), timeout=10), running.out
+    for node in NODES:
+        claims = await objects.list_objects(kube, "ResourceClaim", objects.DEFAULT_NAMESPACE)
+        pools = {
+            result["pool"]
+            for claim in claims
+            if claim["metadata"]["name"].startswith(f"pod-{node}-")
+            for result in claim["status"]["allocation"]["devices"]["results"]
+        }
+        assert pools == {node}, "each claim is allocated from its own node's devices"
+        specs = list((root / "nodes" / node / "cdi").glob(CLAIM_SPECS))
+        assert specs, f"{node}'s own driver wrote no CDI spec for the claim"
+        node_object = await objects.get(kube, "Node", node)
+        assert node_object is not None
+        ready = [c for c in node_object["status"]["conditions"] if c["type"] == "Ready"]
+        assert ready and ready[0]["status"] == "True"
+
+    for node in NODES:
+        await objects.delete(kube, "Pod", f"pod-{node}", objects.DEFAULT_NAMESPACE)
+
+    async def gone() -> bool:
+        return not await objects.list_objects(kube, "Pod", objects.DEFAULT_NAMESPACE)
+
+    assert await eventually(gone, timeout=60), running.out
+    assert await eventually(lambda: running.saw("0 pods running, 0 claims prepared"), timeout=10), running.out
+    for node in NODES:
+        assert not list((root / "nodes" / node / "cdi").glob(CLAIM_SPECS)), f"{node} left a CDI spec behind"
+
+    assert await running.stop() == 0
+    assert not any("Traceback" in line for line in running.err), running.err
+    table = "\n".join(running.out)
+    for node in NODES:
+        assert f"│ {node} │ {DRIVER}" in table, table
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--nodes", "sim-{0.."), "unbalanced '{'"),
+        (("--nodes", "sim-{0..1},sim-1"), "node sim-1 is named twice"),
+        (("--nodes", "sim-{x}"), "{x} is neither a range nor a list"),
+        (("--nodes", "a,b", "--registry-dir", "/tmp"), "--registry-dir belongs to one node"),
+        (("--nodes", "a,b", "--driver-cmd", "driver {nodes}"), "unknown placeholder {nodes}"),
+        (("--node-name", "a", "--driver-name", "x.example.com"), "--driver-name without a driver to start"),
+    ],
+)
+async def test_bad_node_flags_are_usage_errors(flags: tuple[str, ...], message: str) -> None:
+    code, _, err = await kubelet_dra("run", *flags)
+    assert code == 2
+    assert message in err, err
+    assert "Traceback" not in err
+
+
+async def test_the_final_table_is_json_with_output_json(root: Path) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "kubelet_dra", "--output", "json", "run", "--nodes", "a,b"),
+        *("--root-dir", str(root / "nodes"), "--kubeconfig-out", str(root / "kubeconfig")),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    await eventually(lambda: (root / "nodes" / "b" / "plugins_registry").is_dir(), timeout=30)
+    proc.terminate()
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0, err.decode()
+    rows = json.loads(out)
+    assert [row["name"] for row in rows] == ["a", "b"]
+    assert all(row["drivers"] == [] and row["last_error"] == "" for row in rows)

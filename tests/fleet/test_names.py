@@ -1,0 +1,44 @@
+"""Node name patterns expand as a shell expands them, and a bad one says what is wrong."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubelet_dra.errors import UsageError
+from kubelet_dra.fleet import expand
+
+
+@pytest.mark.parametrize(
+    ("pattern", "names"),
+    [
+        ("sim-{0..3}", ["sim-0", "sim-1", "sim-2", "sim-3"]),
+        ("sim-{8..11}", ["sim-8", "sim-9", "sim-10", "sim-11"]),
+        ("sim-{00..02}", ["sim-00", "sim-01", "sim-02"]),
+        ("n{3..1}", ["n3", "n2", "n1"]),
+        ("gpu-{a,b}-{1..2}", ["gpu-a-1", "gpu-a-2", "gpu-b-1", "gpu-b-2"]),
+        ("n1,n2,x-{1..2}", ["n1", "n2", "x-1", "x-2"]),
+        ("{a,b{1..2}}", ["a", "b1", "b2"]),
+        ("single", ["single"]),
+    ],
+)
+def test_patterns_expand_like_a_shell(pattern: str, names: list[str]) -> None:
+    assert expand(pattern) == names
+
+
+@pytest.mark.parametrize(
+    ("pattern", "message"),
+    [
+        ("sim-{0..", "unbalanced '{'"),
+        ("sim-0..1}", "unbalanced '}'"),
+        ("sim-{x}", "{x} is neither a range nor a list"),
+        ("n1,,n2", "'' cannot be a node name"),
+        ("a/b", "'a/b' cannot be a node name"),
+        ("n{1..2},n2", "node n2 is named twice"),
+        ("n{0..5000}", "more than 1000"),
+    ],
+)
+def test_bad_patterns_name_the_mistake(pattern: str, message: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        expand(pattern)
+    assert message in str(caught.value)
+    assert caught.value.where == "--nodes"
