@@ -5,6 +5,8 @@ node-restricted mode each simulated node has its own identity (``system:node:<na
 ``system:nodes``) that may read everything but write only ResourceSlices on its own node:
 the rule real clusters enforce on DRA drivers with the node authorizer and a validating
 admission policy, so a driver that publishes slices for the wrong node fails here as it would there.
+Like the Node authorizer, it lists, watches and deletes ResourceSlices as a collection only with
+``spec.nodeName=<its node>`` in the field selector, so a driver that lists every slice fails here too.
 """
 
 from __future__ import annotations
@@ -138,3 +140,23 @@ def authorize_write(
                 f"this user running on node '{node}' may not modify resourceslices on {target}"
             )
             raise status.forbidden(message, rt.plural, rt.group, name)
+
+
+COLLECTION_VERBS = frozenset({"list", "watch", "deletecollection"})
+
+
+def authorize_collection(user: User, verb: str, rt: ResourceType, field_selector: str) -> None:
+    """403 Forbidden when a node identity lists, watches or deletes ResourceSlices without selecting its own
+    node by name, in the Node authorizer's words."""
+    node = user.node_name
+    if node is None or verb not in COLLECTION_VERBS or rt.group != RESOURCE_GROUP or rt.plural != "resourceslices":
+        return
+    terms = {term.strip() for term in field_selector.split(",")}
+    if f"spec.nodeName={node}" in terms or f"spec.nodeName=={node}" in terms:
+        return
+    message = (
+        f'{rt.plural}.{rt.group} is forbidden: User "{user.name}" cannot {verb} resource "{rt.plural}" in API group'
+        f' "{rt.group}" at the cluster scope: can only list/watch/deletecollection resourceslices with nodeName'
+        " field selector"
+    )
+    raise status.forbidden(message, rt.plural, rt.group, "")

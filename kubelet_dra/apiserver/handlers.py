@@ -18,7 +18,7 @@ import yaml
 from aiohttp import web
 
 from kubelet_dra.apiserver import conversion, jsonbody, negotiation, openapi, params, patch, status, tables
-from kubelet_dra.apiserver.auth import READ_VERBS, User, authorize_write
+from kubelet_dra.apiserver.auth import READ_VERBS, User, authorize_collection, authorize_write
 from kubelet_dra.apiserver.presentation import View, respond
 from kubelet_dra.apiserver.resources import RESOURCE_GROUP, ResourceType
 from kubelet_dra.apiserver.routes import ResourcePath
@@ -75,6 +75,8 @@ class ResourceHandler:
         user = request[USER]
         if self._node_restricted and verb not in READ_VERBS:
             authorize_write(user, verb, target.rt, target.namespace, target.name or "", target.subresource, ())
+        if self._node_restricted:
+            authorize_collection(user, verb, target.rt, request.query.get("fieldSelector", ""))
         rendering = negotiation.negotiate_resource(request.headers.get("Accept"), streaming=verb == "watch")
         include_object = tables.parse_include_object(request.query.get("includeObject"))
         view = View(target.rt, target.version, rendering, include_object, self._clock)

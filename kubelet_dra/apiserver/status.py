@@ -35,7 +35,7 @@ class ApiError(Exception):
 
 
 def _details(name: str, group: str, kind: str) -> dict[str, Any]:
-    details: dict[str, Any] = {"name": name}
+    details: dict[str, Any] = {"name": name} if name else {}  # omitempty, as every field of StatusDetails
     if group:
         details["group"] = group
     details["kind"] = kind

@@ -46,7 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     which.add_argument(
         "--nodes",
         metavar="PATTERN",
-        help="run many nodes in this process, named by a shell-like pattern: 'sim-{0..49}', 'gpu-{a,b}', 'n1,n2'",
+        help="run many nodes in this process, named by a shell-like pattern: 'sim-{0..49}', 'gpu-{a,b}', 'n1,n2';"
+        " a {node} in --kubeconfig gives each node its own credentials (e.g. kubeconfig-node-{node})",
     )
     parser.add_argument(
         "--registry-dir",

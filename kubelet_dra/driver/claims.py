@@ -138,11 +138,13 @@ async def opaque_configs(
 
 
 async def _device_class(get_class: Callable[[str], Awaitable[dict[str, Any]]], name: str) -> dict[str, Any]:
-    """The DeviceClass, or an empty one when it was deleted since the allocation."""
+    """The DeviceClass, or an empty one when it was deleted since the allocation or when the driver may not read
+    it: under a node's identity (the Node authorizer grants no DeviceClass reads) the allocation is all there is,
+    and kube-scheduler copies any class configuration into it."""
     try:
         return await get_class(name)
     except KubeApiError as err:
-        if err.not_found:
+        if err.not_found or err.forbidden:
             return {}
         raise ClaimFailed(f"get DeviceClass {name}: {err.message}") from err
 

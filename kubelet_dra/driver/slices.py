@@ -111,8 +111,14 @@ class SlicePublisher:
                 await asyncio.wait_for(self._wake.wait(), timeout)
         self._due = None
 
+    def _selector(self, pool: str) -> str:
+        """The field selector of our slices of ``pool``: a node identity may list only its node's slices, so
+        node-local slices are asked for by node name, as the kubeletplugin helper does."""
+        driver = f"spec.driver={self._settings.driver_name}"
+        return f"{driver},spec.nodeName={pool}" if self._settings.config.availability == "node-local" else driver
+
     async def _watch_loop(self) -> None:
-        query = {"fieldSelector": f"spec.driver={self._settings.driver_name}", "allowWatchBookmarks": "true"}
+        query = {"fieldSelector": self._selector(self._settings.node_name), "allowWatchBookmarks": "true"}
         first = True
         while True:
             if not first:
@@ -150,10 +156,9 @@ class SlicePublisher:
         pool = self.pool
         self._pools.add(pool)
         desired = self._desired_specs(pool)
-        listed = await self._kube.request(
-            "GET", SLICES, query={"fieldSelector": f"spec.driver={self._settings.driver_name}"}
-        )
-        existing = [s for s in listed.get("items") or [] if self._ours(s)]
+        selectors = sorted({self._selector(name) for name in self._pools})
+        listed = [await self._kube.request("GET", SLICES, query={"fieldSelector": text}) for text in selectors]
+        existing = [s for answer in listed for s in answer.get("items") or [] if self._ours(s)]
         current = [s for s in existing if s["spec"]["pool"]["name"] == pool]
         generation = max((s["spec"]["pool"].get("generation", 0) for s in current), default=0)
         by_index: dict[int, dict[str, Any]] = {}

@@ -26,6 +26,7 @@ from kubelet_dra.testbed import DriverProcess, DriverSpec, placeholder_values
 REGISTRY = "plugins_registry"
 PLUGINS = "plugins"
 CDI = "cdi"
+NODE_PLACEHOLDER = "{node}"
 
 
 @attrs.frozen
@@ -103,13 +104,23 @@ class Fleet:
     ) -> None:
         await self._stop()
 
+    @property
+    def per_node_identity(self) -> bool:
+        """``--kubeconfig 'kubeconfig-node-{node}'``: each node has its own credentials (``system:node:<name>``)."""
+        return NODE_PLACEHOLDER in self.kubeconfig
+
+    def node_kubeconfig(self, layout: NodeLayout) -> str:
+        return self.kubeconfig.replace(NODE_PLACEHOLDER, layout.name)
+
     async def _start(self) -> None:
-        self._kube = KubeClient.from_kubeconfig(self.kubeconfig)
+        if not self.per_node_identity:  # one client for all: a client per node would cost memory for nothing
+            self._kube = KubeClient.from_kubeconfig(self.kubeconfig)
         # Nodes first: a driver publishes ResourceSlices owned by its Node, which must exist by then.
         for layout in self.layouts:
             layout.root.mkdir(parents=True, exist_ok=True)  # the registry dir is the plugin watcher's to make
             options = attrs.evolve(self.options, state_dir=str(layout.root))
-            node = Node(layout.name, str(layout.registry_dir), kube=self._kube, options=options)
+            own = None if self._kube else self.node_kubeconfig(layout)
+            node = Node(layout.name, str(layout.registry_dir), kube=self._kube, kubeconfig=own, options=options)
             self.nodes.append(await self._stack.enter_async_context(node))
         self._log.info("Nodes started", nodes=len(self.nodes))
         if self.driver is not None:
@@ -126,7 +137,7 @@ class Fleet:
             (layout.plugins_root / spec.name).mkdir(parents=True, exist_ok=True)
         values = placeholder_values(
             node=layout.name,
-            kubeconfig=Path(self.kubeconfig).absolute(),
+            kubeconfig=Path(self.node_kubeconfig(layout)).absolute(),
             registry_dir=layout.registry_dir,
             plugin_dir=plugin_dir,
             plugins_root=layout.plugins_root,

@@ -1,10 +1,12 @@
-"""Ten simulated nodes in one ``kubelet-dra run --nodes`` process join a real control plane, each node with its
-own real Go example driver; the real kube-scheduler spreads ten pods across them.
+"""Simulated nodes of one ``kubelet-dra run --nodes`` process join a real control plane, each node with its own
+driver process; the real kube-scheduler spreads the pods across them.
 
-Each driver publishes one GPU, so the scheduler can place each pod only on a node whose GPU is still
-free: ten pods Running on ten different nodes proves every node's slices, allocation, prepare and
-status went through. On deletion every node unprepares and the real controller manager deletes the
-generated claims.
+Ten nodes with the real Go example driver under the admin's credentials; and three nodes under their own node
+identities (``system:node:<name>``: the Node authorizer and NodeRestriction apply), with reference drivers
+under the same identities. Each driver publishes one device, so the scheduler can place each pod only on a node
+whose device is still free: a pod Running on every node proves every node's slices, allocation, prepare and
+status went through. On deletion every node unprepares and the real controller manager deletes the generated
+claims.
 """
 
 from __future__ import annotations
@@ -18,18 +20,45 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from helpers import eventually
 from realk8s import RealControlPlane, client_go_refusals, example_driver_cmd, start_control_plane, stop_control_plane
 
-NODES = [f"sim-{index}" for index in range(10)]
-DRIVER = "gpu.example.com"
+from kubelet_dra.testbed import REFERENCE_DRIVER
+
+IDENTITIES = ("id-0", "id-1", "id-2")
+"""Nodes with identities of their own in the control plane (its kubeconfig-node-<name> files)."""
+
+
+@attrs.frozen
+class Variant:
+    pattern: str
+    nodes: tuple[str, ...]
+    driver: str
+    node_identities: bool
+
+    def flags(self, plane: RealControlPlane, bin_dir: Path) -> tuple[str, ...]:
+        if self.node_identities:
+            kubeconfig = str(plane.kubeconfig.parent / "kubeconfig-node-{node}")
+            command = f"{REFERENCE_DRIVER} --devices 1"
+        else:
+            kubeconfig, command = str(plane.kubeconfig), example_driver_cmd(bin_dir, "gpu", "--num-devices 1")
+        return ("--kubeconfig", kubeconfig, "--driver-name", self.driver, "--driver-cmd", command)
+
+
+VARIANTS = {
+    "ten nodes, Go example drivers": Variant(
+        "sim-{0..9}", tuple(f"sim-{i}" for i in range(10)), "gpu.example.com", False
+    ),
+    "node identities, reference drivers": Variant("id-{0..2}", IDENTITIES, "ref.example.com", True),
+}
 
 
 @pytest.fixture(scope="module")
 def cluster(interop_bin: Path) -> Iterator[RealControlPlane]:
     directory = Path(tempfile.mkdtemp(prefix="kd-fleet-", dir="/tmp"))
-    plane = start_control_plane(directory, "scheduler", "controller-manager")
+    plane = start_control_plane(directory, "scheduler", "controller-manager", nodes=IDENTITIES)
     try:
         yield plane
     finally:
@@ -37,27 +66,27 @@ def cluster(interop_bin: Path) -> Iterator[RealControlPlane]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def manifests(pods: int) -> list[dict[str, Any]]:
+def manifests(driver: str, pods: int) -> list[dict[str, Any]]:
     device_class = {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "DeviceClass",
-        "metadata": {"name": DRIVER},
-        "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{DRIVER}'"}}]},
+        "metadata": {"name": driver},
+        "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{driver}'"}}]},
     }
     template = {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaimTemplate",
-        "metadata": {"name": "one-gpu", "namespace": "default"},
-        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER}}]}}},
+        "metadata": {"name": f"one-{driver}", "namespace": "default"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": driver}}]}}},
     }
     return [device_class, template] + [
         {
             "apiVersion": "v1",
             "kind": "Pod",
-            "metadata": {"name": f"gpu-pod-{index}", "namespace": "default", "labels": {"app": "fleet"}},
+            "metadata": {"name": f"pod-{index}-{driver}", "namespace": "default", "labels": {"app": "fleet"}},
             "spec": {
                 "containers": [{"name": "c", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}],
-                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
+                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": f"one-{driver}"}],
             },
         }
         for index in range(pods)
@@ -80,14 +109,15 @@ async def items(plane: RealControlPlane, kind: str) -> list[dict[str, Any]]:
     return json.loads(await kubectl(plane, "get", kind, "-n", "default", "-o", "json"))["items"]
 
 
-async def test_the_real_scheduler_spreads_pods_across_ten_nodes_of_one_process(
-    cluster: RealControlPlane, interop_bin: Path
+@pytest.mark.parametrize("variant", VARIANTS.values(), ids=VARIANTS.keys())
+async def test_the_real_scheduler_spreads_pods_across_the_nodes_of_one_process(
+    cluster: RealControlPlane, interop_bin: Path, variant: Variant
 ) -> None:
+    nodes, count = variant.nodes, len(variant.nodes)
     root = Path(tempfile.mkdtemp(prefix="kd-", dir="/tmp"))
     run = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "kubelet_dra", "run", "--nodes", "sim-{0..9}", "--root-dir", str(root)),
-        *("--kubeconfig", str(cluster.kubeconfig), "--pod-retry-period", "0.5", "--driver-name", DRIVER),
-        *("--driver-cmd", example_driver_cmd(interop_bin, "gpu", "--num-devices 1")),
+        *(sys.executable, "-m", "kubelet_dra", "run", "--nodes", variant.pattern, "--root-dir", str(root)),
+        *("--pod-retry-period", "0.5", *variant.flags(cluster, interop_bin)),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
@@ -101,11 +131,10 @@ async def test_the_real_scheduler_spreads_pods_across_ten_nodes_of_one_process(
 
     readers = [asyncio.create_task(read(run.stdout, out)), asyncio.create_task(read(run.stderr, err))]
     try:
-        registered = await eventually(lambda: any("10 with a driver registered" in line for line in out), timeout=120)
+        registered = await eventually(lambda: any(f"{count} with a driver registered" in line for line in out), 120)
         assert registered, out
-        await kubectl(
-            cluster, "apply", "-f", "-", stdin=json.dumps({"kind": "List", "apiVersion": "v1", "items": manifests(10)})
-        )
+        pod_list = {"kind": "List", "apiVersion": "v1", "items": manifests(variant.driver, count)}
+        await kubectl(cluster, "apply", "-f", "-", stdin=json.dumps(pod_list))
 
         async def placements() -> dict[str, str]:
             return {
@@ -115,16 +144,16 @@ async def test_the_real_scheduler_spreads_pods_across_ten_nodes_of_one_process(
             }
 
         async def all_running() -> bool:
-            return len(await placements()) == len(NODES)
+            return len(await placements()) == count
 
-        assert await eventually(all_running, timeout=180, interval=1), await kubectl(
-            cluster, "get", "pods", "-o", "wide"
-        )
-        assert sorted((await placements()).values()) == sorted(NODES), "one pod on each node, by the real scheduler"
+        wide = ("get", "pods", "-o", "wide")
+        assert await eventually(all_running, timeout=180, interval=1), await kubectl(cluster, *wide)
+        assert sorted((await placements()).values()) == sorted(nodes), "one pod on each node, by the real scheduler"
         for claim in await items(cluster, "resourceclaims"):
             [result] = claim["status"]["allocation"]["devices"]["results"]
-            assert result["driver"] == DRIVER and result["pool"] in NODES
-        assert await eventually(lambda: any("10 pods running, 10 claims prepared" in line for line in out), timeout=10)
+            assert result["driver"] == variant.driver and result["pool"] in nodes
+        tally = f"{count} pods running, {count} claims prepared"
+        assert await eventually(lambda: any(tally in line for line in out), timeout=10), out[-3:]
 
         await kubectl(cluster, "delete", "pods", "-l", "app=fleet", "--wait=false")
 
@@ -133,17 +162,15 @@ async def test_the_real_scheduler_spreads_pods_across_ten_nodes_of_one_process(
 
         assert await eventually(all_gone, timeout=120, interval=1), "pods finished by their nodes, claims collected"
         assert await eventually(lambda: any("0 pods running, 0 claims prepared" in line for line in out), timeout=10)
-        for node in NODES:
-            assert not list((root / node / "cdi").glob("*claim*")), f"{node}'s driver kept a claim's CDI spec"
     finally:
         if run.returncode is None:
             run.terminate()
         await asyncio.wait_for(run.wait(), 60)
         await asyncio.gather(*readers)
-        logs = {
-            node: (root / node / "driver.log").read_text() for node in NODES if (root / node / "driver.log").exists()
-        }
+        logs = {node: log.read_text() for node in nodes for log in (root / node).glob("*.log")}
         shutil.rmtree(root, ignore_errors=True)
     assert run.returncode == 0
     assert not any("Traceback" in line for line in err), err[-40:]
-    assert {node: client_go_refusals(text) for node, text in logs.items()} == {node: [] for node in NODES}
+    refused = [line for text in (*err, *logs.values()) for line in text.splitlines() if "forbidden" in line]
+    assert refused == [], "every request of the nodes and drivers is one their identity may make"
+    assert {node: client_go_refusals(text) for node, text in logs.items()} == {node: [] for node in nodes}
