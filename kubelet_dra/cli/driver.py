@@ -143,6 +143,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=_env("--republish-delay") or DEFAULT_REPUBLISH_DELAY,
         help="seconds before changed or deleted ResourceSlices are published again (default: %(default)s)",
     )
+    parser.add_argument(
+        "--no-op",
+        type=parse_bool,
+        nargs="?",
+        const=True,
+        metavar="BOOL",
+        default=_env("--no-op") or False,
+        help="answer every NodePrepareResources/NodeUnprepareResources claim at once with no devices: no claim"
+        " read, no CDI spec, no checkpoint (measures what the kubelet side costs)",
+    )
     knobs = parser.add_argument_group("fault knobs (each breaks something a kubelet or conformance check must notice)")
     for knob in KNOBS:
         extra: dict[str, Any] = {"nargs": "?", "const": "true"} if knob.kind == "bool" else {}
@@ -180,6 +190,7 @@ def settings_from_args(args: argparse.Namespace) -> DriverSettings:
         health=args.health,
         health_interval=args.health_interval,
         republish_delay=args.republish_delay,
+        no_op=args.no_op,
     )
 
 

@@ -50,6 +50,8 @@ class DriverSettings:
     health: bool = False
     health_interval: float = DEFAULT_HEALTH_INTERVAL
     republish_delay: float = DEFAULT_REPUBLISH_DELAY
+    no_op: bool = False
+    """Answer prepare and unprepare at once with no devices: what the kubelet side costs, without a driver's work."""
 
     @property
     def registration_socket(self) -> Path:
@@ -81,6 +83,7 @@ def resolve(
     health: bool = False,
     health_interval: float = DEFAULT_HEALTH_INTERVAL,
     republish_delay: float = DEFAULT_REPUBLISH_DELAY,
+    no_op: bool = False,
 ) -> DriverSettings:
     """Settings from explicit values (``None`` = not given), the config file, then the defaults, in that order."""
     config = config or DriverConfig()
@@ -109,6 +112,7 @@ def resolve(
         health=health,
         health_interval=health_interval,
         republish_delay=republish_delay,
+        no_op=no_op,
     )
     for flag, path in (
         ("--registry-dir", settings.registration_socket),

@@ -242,3 +242,13 @@ async def test_concurrent_calls_all_succeed(env: Env, kube: KubeClient) -> None:
         undone = await asyncio.gather(*(unprepare(socket, [claim_ref(c)]) for c in claims))
     assert all(r.error == "" for response in responses for r in response.claims.values())
     assert all(r.error == "" for response in undone for r in response.claims.values())
+
+
+async def test_no_op_answers_at_once_without_reading_claims_or_writing_cdi_specs(env: Env) -> None:
+    claims = [v1.Claim(namespace=NAMESPACE, uid=unique("uid"), name=unique("absent")) for _ in range(2)]
+    async with env.driver_plugin(no_op=True) as plugin:
+        prepared = await prepare(plugin.settings.service_socket, claims)
+        unprepared = await unprepare(plugin.settings.service_socket, claims)
+    assert {uid: (list(r.devices), r.error) for uid, r in prepared.claims.items()} == {c.uid: ([], "") for c in claims}
+    assert {uid: r.error for uid, r in unprepared.claims.items()} == {c.uid: "" for c in claims}
+    assert not list(env.cdi_root.glob("*.json"))
