@@ -22,6 +22,7 @@ import attrs
 from kubelet_dra.errors import KubeletDRAError
 from kubelet_dra.kube.client import KubeApiError, KubeClient, api_path
 from kubelet_dra.node import Node, NodeOptions
+from kubelet_dra.release import DEFAULT_RELEASE, KubeletRelease
 from kubelet_dra.testbed import DriverSpec, Testbed, TestbedOptions, manifests, objects
 
 NODE = "demo-node"
@@ -51,11 +52,12 @@ class Demo:
 
     workdir: Path
     report: Callable[[Step], None]
+    release: KubeletRelease = DEFAULT_RELEASE
     steps: list[Step] = attrs.Factory(list)
     kubeconfig: Path | None = None
 
     async def run(self, until_stopped: Callable[[], Awaitable[None]] | None = None) -> list[Step]:
-        options = TestbedOptions(node_name=NODE, node=NodeOptions(pod_retry_period=0.5))
+        options = TestbedOptions(node_name=NODE, node=NodeOptions(release=self.release, pod_retry_period=0.5))
         async with Testbed(options, workdir=self.workdir) as bed:
             self.kubeconfig = bed.kubeconfig
             await bed.add_driver(DriverSpec(DRIVER, extra_args=("--devices", "2")), wait=None)

@@ -27,6 +27,9 @@ from typing import Protocol
 
 import attrs
 
+from kubelet_dra.access import check_access, node_permissions
+from kubelet_dra.errors import UsageError
+from kubelet_dra.kube.access import Permission
 from kubelet_dra.kube.client import KubeClient
 from kubelet_dra.log import get_logger
 from kubelet_dra.manager import DEFAULT_RECONCILE_PERIOD, Checkpoint, DRAManager
@@ -45,6 +48,7 @@ from kubelet_dra.plugins import (
 )
 from kubelet_dra.pods import DEFAULT_RETRY_PERIOD, PodWorkers
 from kubelet_dra.registration import Diagnosis, HandshakeTimeouts, PluginManager, SocketState
+from kubelet_dra.release import DEFAULT_RELEASE, KubeletRelease
 from kubelet_dra.slices import ResourceSliceWiper, WipeOutcome
 
 
@@ -66,7 +70,12 @@ class SystemClock:
 
 @attrs.frozen
 class NodeOptions:
-    """How the simulated kubelet behaves; defaults are v1.36's."""
+    """How the simulated kubelet behaves; defaults are those of the release it emulates."""
+
+    release: KubeletRelease = DEFAULT_RELEASE
+    """The kubelet release whose DRA behaviour the node has (and reports in ``nodeInfo``)."""
+    optional_node_operations: bool = False
+    """The ``DRAOptionalNodeOperations`` feature gate (alpha in 1.37, off by default)."""
 
     wiping_delay: float = DEFAULT_WIPING_DELAY
     call_timeout: float = DEFAULT_CALL_TIMEOUT
@@ -78,7 +87,7 @@ class NodeOptions:
     record_calls: str | None = None
     """Also append every call record to this JSON-lines file."""
     health: bool = True
-    """Follow ``NodeWatchResources`` per instance (the ResourceHealthStatus gate, on in 1.36)."""
+    """Follow ``NodeWatchResources`` health streams (the ResourceHealthStatus gate, beta and on)."""
     health_restart_delay: float = DEFAULT_HEALTH_RESTART_DELAY
     handshake: HandshakeTimeouts = attrs.field(factory=HandshakeTimeouts)
     register_node: bool = True
@@ -98,6 +107,14 @@ class NodeOptions:
     metrics_port: int | None = None
     """Serve ``/metrics`` on this port (0: any free one, see ``Node.metrics_url``); ``None``: not served."""
     metrics_address: str = "127.0.0.1"
+
+    def __attrs_post_init__(self) -> None:
+        if self.optional_node_operations and not self.release.optional_node_operations:
+            raise UsageError(
+                f"kubelet {self.release.name} has no DRAOptionalNodeOperations feature gate",
+                where="feature gates",
+                fix="emulate kubelet 1.37 or later, or leave the gate off",
+            )
 
 
 class Node:
@@ -130,6 +147,7 @@ class Node:
                 self.kube,
                 node_name,
                 options.node_shape,
+                kubelet_version=options.release.version,
                 clock=self._clock.time,
                 sleep=self._clock.sleep,
                 period=options.heartbeat_period,
@@ -156,6 +174,7 @@ class Node:
             legacy_services=options.legacy_services,
             health=self.health,
             health_restart_delay=options.health_restart_delay,
+            release=options.release,
             on_change=self._devices_changed,
         )
         self.registration = PluginManager(
@@ -173,7 +192,12 @@ class Node:
         self.pods: PodWorkers | None = None
         if options.state_dir is not None:
             self.manager = DRAManager(
-                self, Checkpoint(options.state_dir), reconcile_period=options.reconcile_period, sleep=self._clock.sleep
+                self,
+                Checkpoint(options.state_dir),
+                reconcile_period=options.reconcile_period,
+                sleep=self._clock.sleep,
+                release=options.release,
+                optional_node_operations=options.optional_node_operations,
             )
             assert self.kube is not None  # the manager refuses a node without one
             self.pods = PodWorkers(
@@ -189,15 +213,18 @@ class Node:
     async def __aenter__(self) -> Node:
         self._log.info(
             "Starting simulated node",
+            kubeletVersion=self.options.release.version,
             registryDir=self.registration.registry_dir,
             apiServer=self.kube.host if self.kube else "none (standalone, no ResourceSlice wiping)",
         )
-        if self.heartbeat is not None:
-            await self.heartbeat.register()
-            self._heartbeats = asyncio.create_task(self.heartbeat.run(), name="node heartbeats")
-        if self.wiper is not None:
-            self.startup_wipe = asyncio.create_task(self._startup_wipe(self.wiper), name="startup wipe")
         try:
+            if self.kube is not None:
+                await check_access(self.kube, self.name, self._permissions())
+            if self.heartbeat is not None:
+                await self.heartbeat.register()
+                self._heartbeats = asyncio.create_task(self.heartbeat.run(), name="node heartbeats")
+            if self.wiper is not None:
+                self.startup_wipe = asyncio.create_task(self._startup_wipe(self.wiper), name="startup wipe")
             if self.options.metrics_port is not None:
                 await self._metrics_server.start(self.options.metrics_address, self.options.metrics_port)
             await self.registration.start()
@@ -255,6 +282,14 @@ class Node:
                 await self._changed.wait()
 
     # --- internals ---
+
+    def _permissions(self) -> list[Permission]:
+        return node_permissions(
+            self.name,
+            registers=self.heartbeat is not None,
+            runs_pods=self.pods is not None,
+            dry_run_wipes=self.options.dry_run_wipes,
+        )
 
     def _notify(self) -> None:
         """Wake every ``wait_for``: set the current event and start a fresh one for the next change."""

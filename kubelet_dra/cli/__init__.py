@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from kubelet_dra import __version__, log
 from kubelet_dra.cli.command import Command
 from kubelet_dra.errors import KubeletDRAError
+from kubelet_dra.release import DEFAULT_RELEASE, RELEASES
 
 SUBCOMMANDS: tuple[str, ...] = (
     "demo",
@@ -64,7 +65,12 @@ def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
         prog="kubelet-dra",
         description="The kubelet's side of Kubernetes Dynamic Resource Allocation, against real DRA drivers.",
     )
-    parser.add_argument("--version", action="version", version=f"kubelet-dra {__version__}")
+    emulated = ", ".join(r.version for r in RELEASES.values() if r is not DEFAULT_RELEASE)
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"kubelet-dra {__version__} (emulates kubelet {DEFAULT_RELEASE.version}; also {emulated})",
+    )
     add_global_flags(parser, defaults=True)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in commands:

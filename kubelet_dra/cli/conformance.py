@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import textwrap
 
-from kubelet_dra.cli import output
+from kubelet_dra.cli import nodeflags, output
 from kubelet_dra.cli.command import Command
 from kubelet_dra.conformance import report
 from kubelet_dra.conformance.context import SuiteOptions
@@ -54,6 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="where the driver writes CDI spec files (default: {cdi_root} for --driver-cmd, /var/run/cdi otherwise)",
     )
     target.add_argument("--node-name", default="node-1", metavar="NAME", help="the node's name (default: node-1)")
+    nodeflags.add_release_arguments(target)
     target.add_argument("--driver-name", metavar="NAME", help="the driver's name (default: learnt from GetInfo)")
     target.add_argument(
         "--device-class",
@@ -149,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
         cdi_root=args.cdi_root,
         kubeconfig=args.kubeconfig,
         node_name=args.node_name,
+        **nodeflags.release_options(args),
         driver_name=args.driver_name,
         node_restricted=args.node_restricted,
         registration_timeout=args.registration_timeout,

@@ -10,12 +10,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from kubelet_dra import log
-from kubelet_dra.cli import output
+from kubelet_dra.cli import nodeflags, output
 from kubelet_dra.cli.command import Command
 from kubelet_dra.demo import Demo, Step, workdir
+from kubelet_dra.release import release
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    nodeflags.add_kubelet_version_argument(parser)
     parser.add_argument(
         "--keep",
         action="store_true",
@@ -29,10 +31,12 @@ def run(args: argparse.Namespace) -> int:
         log_file = (directory / "kubelet-dra.log").open("w") if quiet else None
         if log_file is not None:
             log.configure(0, log_file)  # keep the step list readable; the log stays in the work dir
-        demo = Demo(directory, report=_report_step if args.output == "text" else _ignore)
+        kubelet = release(args.kubelet_version)
+        demo = Demo(directory, report=_report_step if args.output == "text" else _ignore, release=kubelet)
         if args.output == "text":
             output.console().print(
-                f"[bold]kubelet-dra demo[/bold]: one node, one driver, one pod  (work dir {directory})"
+                f"[bold]kubelet-dra demo[/bold]: one node (kubelet {kubelet.version}), one driver, one pod"
+                f"  (work dir {directory})"
             )
         try:
             steps = asyncio.run(demo.run(_wait_for_ctrl_c(demo) if args.keep else None))

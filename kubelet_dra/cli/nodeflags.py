@@ -1,7 +1,7 @@
 """The flags of a simulated node that ``run`` and ``debug`` share: which API server, and how the kubelet behaves.
 
 Without ``--kubeconfig`` the embedded API server is started and its admin kubeconfig written to
-``--kubeconfig-out`` for drivers; the kubelet flags default to v1.36's behaviour.
+``--kubeconfig-out`` for drivers; the kubelet flags default to the behaviour of the emulated release.
 """
 
 from __future__ import annotations
@@ -10,23 +10,89 @@ import argparse
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 from kubernetes.utils.quantity import parse_quantity
 
 from kubelet_dra.apiserver.server import EmbeddedAPIServer
 from kubelet_dra.cli.apiserver import DEFAULT_KUBECONFIG
 from kubelet_dra.errors import UsageError
+from kubelet_dra.kube.config import SERVICE_ACCOUNT_DIR, in_cluster_kubeconfig
 from kubelet_dra.log import get_logger
 from kubelet_dra.node import NodeOptions
 from kubelet_dra.nodestatus import TAINT_EFFECTS, NodeShape
 from kubelet_dra.plugins import DEFAULT_CALL_TIMEOUT, DEFAULT_WIPING_DELAY, PluginMap
+from kubelet_dra.release import DEFAULT_RELEASE, RELEASES, release
+
+KUBELET_LABEL_DOMAINS = ("kubelet.kubernetes.io", "node.kubernetes.io")
+KUBELET_LABELS = (
+    "beta.kubernetes.io/arch",
+    "beta.kubernetes.io/instance-type",
+    "beta.kubernetes.io/os",
+    "failure-domain.beta.kubernetes.io/region",
+    "failure-domain.beta.kubernetes.io/zone",
+    "kubernetes.io/arch",
+    "kubernetes.io/hostname",
+    "kubernetes.io/os",
+    "node.kubernetes.io/instance-type",
+    "topology.kubernetes.io/region",
+    "topology.kubernetes.io/zone",
+)
+"""The labels in the reserved domains a kubelet may set on its own Node (kubelet 1.36)."""
+FEATURE_GATES = {"DRAOptionalNodeOperations": "optional_node_operations"}
+"""The kubelet feature gates kubelet-dra honours, by name, and the node option each one sets."""
+
+
+def add_kubelet_version_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--kubelet-version``: which kubelet release the node is, for every command that runs one."""
+    parser.add_argument(
+        "--kubelet-version",
+        default=DEFAULT_RELEASE.name,
+        metavar="VERSION",
+        help=f"the kubelet release to emulate: {', '.join(RELEASES)} (default: %(default)s)",
+    )
+
+
+def add_release_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--kubelet-version`` and ``--feature-gates``."""
+    add_kubelet_version_argument(parser)
+    parser.add_argument(
+        "--feature-gates",
+        default="",
+        metavar="NAME=BOOL,…",
+        help=f"kubelet feature gates, as the kubelet takes them; known: {', '.join(FEATURE_GATES)} (alpha, off)",
+    )
+
+
+def release_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The NodeOptions fields ``--kubelet-version`` and ``--feature-gates`` set, checked."""
+    values: dict[str, Any] = {"release": release(args.kubelet_version)}
+    for pair in filter(None, (part.strip() for part in args.feature_gates.split(","))):
+        name, equals, value = pair.partition("=")
+        if name not in FEATURE_GATES:
+            raise UsageError(
+                f"unknown feature gate {name!r}", where="--feature-gates", fix=f"known: {', '.join(FEATURE_GATES)}"
+            )
+        if not equals or value.lower() not in ("true", "false"):
+            raise UsageError(f"{pair!r} is not NAME=true|false", where="--feature-gates", fix=f"e.g. {name}=true")
+        values[FEATURE_GATES[name]] = value.lower() == "true"
+    return values
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_release_arguments(parser)
     parser.add_argument(
         "--kubeconfig",
         metavar="FILE",
         help="use this cluster's API server (default: start the embedded one)",
+    )
+    parser.add_argument(
+        "--in-cluster",
+        nargs="?",
+        const=SERVICE_ACCOUNT_DIR,
+        metavar="DIR",
+        help="use the cluster this runs in as a pod, with its service account (token and ca.crt in DIR, default"
+        " %(const)s); a kubeconfig that reads the token file is written to --kubeconfig-out, for drivers too",
     )
     parser.add_argument(
         "--kubeconfig-out",
@@ -100,6 +166,7 @@ def node_options(args: argparse.Namespace) -> NodeOptions:
     if args.call_timeout <= 0:
         raise UsageError("the call timeout must be positive", where="--call-timeout", fix="give a number of seconds")
     return NodeOptions(
+        **release_options(args),
         wiping_delay=args.wiping_delay,
         call_timeout=args.call_timeout,
         kubelet_timing=args.kubelet_timing,
@@ -123,6 +190,14 @@ def node_shape(args: argparse.Namespace) -> NodeShape:
         key, equals, value = label.partition("=")
         if not equals or not key:
             raise UsageError(f"{label!r} is not KEY=VALUE", where="--node-label", fix="e.g. --node-label zone=lab")
+        if not kubelet_label(key):
+            raise UsageError(
+                f"a kubelet may not set the label {key!r} on its Node (NodeRestriction refuses it, and the kubelet"
+                " refuses the flag)",
+                where="--node-label",
+                fix=f"use a label outside kubernetes.io and k8s.io, below {' or '.join(KUBELET_LABEL_DOMAINS)}, or one"
+                f" of {', '.join(KUBELET_LABELS)}; set others with kubectl label node",
+            )
         labels[key] = value
     taints = []
     for taint in args.node_taint:
@@ -138,11 +213,33 @@ def node_shape(args: argparse.Namespace) -> NodeShape:
     return NodeShape(args.node_cpu, args.node_memory, args.node_pods, labels, tuple(taints))
 
 
+def kubelet_label(key: str) -> bool:
+    """Whether a kubelet may label its own Node ``key``: labels in the kubernetes.io and k8s.io domains only
+    from the kubelet's allowed set, as the kubelet's flag check and NodeRestriction decide."""
+    domain = key.rpartition("/")[0]
+    if not any(domain == reserved or domain.endswith("." + reserved) for reserved in ("kubernetes.io", "k8s.io")):
+        return True
+    return key in KUBELET_LABELS or any(
+        domain == allowed or domain.endswith("." + allowed) for allowed in KUBELET_LABEL_DOMAINS
+    )
+
+
 @contextlib.asynccontextmanager
 async def api_server(args: argparse.Namespace) -> AsyncIterator[str]:
-    """The kubeconfig to use: the user's, or one written for a freshly started embedded API server."""
+    """The kubeconfig to use: the user's, one of the pod's service account, or one written for a freshly
+    started embedded API server."""
+    if args.kubeconfig and args.in_cluster:
+        raise UsageError("--kubeconfig and --in-cluster both name the API server", where="--in-cluster", fix="give one")
     if args.kubeconfig:
         yield args.kubeconfig
+        return
+    if args.in_cluster:
+        path = Path(args.kubeconfig_out).absolute()
+        path.write_text(in_cluster_kubeconfig(args.in_cluster))
+        get_logger("apiserver").info(
+            "Using the pod's service account", serviceAccount=args.in_cluster, kubeconfig=str(path)
+        )
+        yield str(path)
         return
     async with EmbeddedAPIServer(listen=args.listen) as server:
         path = server.kubeconfig(Path(args.kubeconfig_out).absolute())

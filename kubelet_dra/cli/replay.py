@@ -9,9 +9,10 @@ import contextlib
 import attrs
 from rich.markup import escape
 
-from kubelet_dra.cli import output
+from kubelet_dra.cli import nodeflags, output
 from kubelet_dra.cli.command import Command
 from kubelet_dra.errors import UsageError
+from kubelet_dra.release import KubeletRelease, release
 from kubelet_dra.scenarios import report
 from kubelet_dra.scenarios.loader import ScenarioError, load
 from kubelet_dra.scenarios.model import Scenario, Step
@@ -42,13 +43,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run the scenario's driver DRIVER_ID from COMMAND instead (your own driver in a scenario; repeatable;"
         " placeholders as in a scenario's command:)",
     )
+    nodeflags.add_kubelet_version_argument(parser)
     parser.add_argument("--junit", metavar="FILE", help="also write the results as JUnit XML to FILE")
     parser.add_argument("--keep", action="store_true", help="keep each scenario's work dir (logs, sockets, state)")
     parser.add_argument("--check", action="store_true", help="only load and check the files; run nothing")
 
 
 def run(args: argparse.Namespace) -> int:
-    scenarios = _with_drivers(args.driver, _load_all(args.files))
+    scenarios = _with_release(release(args.kubelet_version), _with_drivers(args.driver, _load_all(args.files)))
     faults = _faults(args.fault, scenarios)
     if args.check:
         if args.output == "json":
@@ -107,6 +109,17 @@ def _with_drivers(texts: list[str], scenarios: list[Scenario]) -> list[Scenario]
         )
         for scenario in scenarios
     ]
+
+
+def _with_release(kubelet: KubeletRelease, scenarios: list[Scenario]) -> list[Scenario]:
+    """The scenarios that do not pin a kubelet release, on ``kubelet``; the others keep theirs."""
+    on_kubelet = [
+        attrs.evolve(scenario.node, options=attrs.evolve(scenario.node.options, release=kubelet))
+        if not scenario.node.release_pinned
+        else scenario.node
+        for scenario in scenarios
+    ]
+    return [attrs.evolve(scenario, node=node) for scenario, node in zip(scenarios, on_kubelet, strict=True)]
 
 
 def _faults(texts: list[str], scenarios: list[Scenario]) -> dict[str, dict[str, str]]:

@@ -40,6 +40,7 @@ from kubelet_dra.errors import DriverStartError, StateError, UsageError
 from kubelet_dra.junit import FAILED, PASSED, SKIPPED
 from kubelet_dra.node import NodeOptions
 from kubelet_dra.plugins import CallRecord
+from kubelet_dra.release import DEFAULT_RELEASE, KubeletRelease
 from kubelet_dra.testbed import (
     DriverProcess,
     DriverSpec,
@@ -74,6 +75,10 @@ class Target:
     registry_dir: str | None = None
     kubeconfig: str | None = None
     node_name: str = "node-1"
+    release: KubeletRelease = DEFAULT_RELEASE
+    """The kubelet release the node emulates."""
+    optional_node_operations: bool = False
+    """The node's ``DRAOptionalNodeOperations`` feature gate."""
     driver_name: str | None = None
     """``None``: learnt from GetInfo."""
     node_restricted: bool = False
@@ -221,7 +226,12 @@ async def run_suite(
             kubeconfig=target.kubeconfig,
             registry_dir=target.registry_dir,
             cdi_root=target.cdi_root or (DEFAULT_CDI_ROOT if target.registry_dir is not None else None),
-            node=NodeOptions(pod_retry_period=POD_RETRY_PERIOD, record_calls=target.record_calls),
+            node=NodeOptions(
+                release=target.release,
+                optional_node_operations=target.optional_node_operations,
+                pod_retry_period=POD_RETRY_PERIOD,
+                record_calls=target.record_calls,
+            ),
             node_restricted=target.node_restricted,
             keep=target.keep,
         )

@@ -37,6 +37,7 @@ from kubelet_dra.manager.claims import (
     spec_claims,
 )
 from kubelet_dra.metrics import PREPARE, UNPREPARE, DRAMetrics
+from kubelet_dra.release import DEFAULT_RELEASE, KubeletRelease
 
 DEFAULT_RECONCILE_PERIOD = 60.0
 DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
@@ -108,6 +109,8 @@ class DRAManager:
         *,
         reconcile_period: float = DEFAULT_RECONCILE_PERIOD,
         sleep: Callable[[float], Awaitable[None]] | None = None,
+        release: KubeletRelease = DEFAULT_RELEASE,
+        optional_node_operations: bool = False,
     ) -> None:
         if node.kube is None:
             raise ConfigError(
@@ -118,6 +121,8 @@ class DRAManager:
         self._kube = node.kube
         self._plugins = node.plugins
         self.reconcile_period = reconcile_period
+        self.release = release
+        self.optional_node_operations = optional_node_operations
         self._sleep = sleep or asyncio.sleep
         self._log = get_logger("dra-manager", node=node.name)
         try:

@@ -6,6 +6,6 @@ status nor its Lease in ``kube-node-lease`` has been renewed within the grace pe
 """
 
 from kubelet_dra.nodestatus.heartbeat import NodeHeartbeat
-from kubelet_dra.nodestatus.status import HEARTBEAT_PERIOD, KUBELET_VERSION, TAINT_EFFECTS, NodeShape
+from kubelet_dra.nodestatus.status import HEARTBEAT_PERIOD, TAINT_EFFECTS, NodeShape
 
-__all__ = ["HEARTBEAT_PERIOD", "KUBELET_VERSION", "TAINT_EFFECTS", "NodeHeartbeat", "NodeShape"]
+__all__ = ["HEARTBEAT_PERIOD", "TAINT_EFFECTS", "NodeHeartbeat", "NodeShape"]

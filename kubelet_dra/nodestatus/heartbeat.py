@@ -31,6 +31,7 @@ class NodeHeartbeat:
         name: str,
         shape: NodeShape,
         *,
+        kubelet_version: str,
         clock: Callable[[], float],
         sleep: Callable[[float], Awaitable[None]],
         period: float = HEARTBEAT_PERIOD,
@@ -40,6 +41,7 @@ class NodeHeartbeat:
         self._kube = kube
         self._name = name
         self._shape = shape
+        self._version = kubelet_version
         self._clock = clock
         self._sleep = sleep
         self._period = period
@@ -54,7 +56,7 @@ class NodeHeartbeat:
 
     async def register(self) -> None:
         """Create the Node, or adopt the one there (a restarted kubelet, or a node object made beforehand)."""
-        manifest = node_manifest(self._name, self._shape, self._clock(), self._since)
+        manifest = node_manifest(self._name, self._shape, self._version, self._clock(), self._since)
         try:
             created = await self._kube.request("POST", NODES, body=manifest)
         except KubeApiError as err:
@@ -76,7 +78,7 @@ class NodeHeartbeat:
     async def beat(self) -> None:
         """One status heartbeat and one Lease renewal."""
         now = self._clock()
-        patch = {"status": node_status(self._name, self._shape, now, self._since)}
+        patch = {"status": node_status(self._name, self._shape, self._version, now, self._since)}
         try:
             node = await self._kube.request(
                 "PATCH", f"{NODES}/{self._name}/status", body=patch, content_type="application/merge-patch+json"

@@ -1,4 +1,4 @@
-"""The Node object and status a v1.36 kubelet reports, and its Lease, as plain manifests."""
+"""The Node object and status a kubelet reports, and its Lease, as plain manifests."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ import attrs
 
 from kubelet_dra import __version__
 
-KUBELET_VERSION = "v1.36.2"
-"""What ``nodeInfo.kubeletVersion`` says: the release whose DRA behaviour the node emulates."""
 HEARTBEAT_PERIOD = 10.0
 """The kubelet's ``nodeStatusUpdateFrequency`` and Lease renew interval (a quarter of its 40 s duration)."""
 LEASE_DURATION_SECONDS = 40
@@ -49,7 +47,7 @@ def micro_timestamp(moment: float) -> str:
     return datetime.datetime.fromtimestamp(moment, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def node_manifest(name: str, shape: NodeShape, now: float, since: float) -> dict[str, Any]:
+def node_manifest(name: str, shape: NodeShape, version: str, now: float, since: float) -> dict[str, Any]:
     """The Node a kubelet registers: labels, taints and its first status."""
     labels = {
         "kubernetes.io/hostname": name,
@@ -61,16 +59,16 @@ def node_manifest(name: str, shape: NodeShape, now: float, since: float) -> dict
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": labels},
-        "status": node_status(name, shape, now, since),
+        "status": node_status(name, shape, version, now, since),
     }
     if shape.taints:
         manifest["spec"] = {"taints": [dict(taint) for taint in shape.taints]}
     return manifest
 
 
-def node_status(name: str, shape: NodeShape, now: float, since: float) -> dict[str, Any]:
+def node_status(name: str, shape: NodeShape, version: str, now: float, since: float) -> dict[str, Any]:
     """The status a kubelet posts: resources, conditions heartbeating at ``now`` (true ``since``), addresses,
-    and what it runs."""
+    and what it runs (``version``: the kubelet release whose DRA behaviour the node emulates)."""
     resources = {"cpu": shape.cpu, "memory": shape.memory, "pods": shape.pods}
     machine = uuid.uuid5(uuid.NAMESPACE_DNS, f"kubelet-dra/{name}").hex
     return {
@@ -96,7 +94,7 @@ def node_status(name: str, shape: NodeShape, now: float, since: float) -> dict[s
             "kernelVersion": platform.release(),
             "osImage": "kubelet-dra",
             "containerRuntimeVersion": f"kubelet-dra://{__version__}",
-            "kubeletVersion": KUBELET_VERSION,
+            "kubeletVersion": version,
             "operatingSystem": "linux",
             "architecture": _architecture(),
         },

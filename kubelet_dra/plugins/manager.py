@@ -26,6 +26,7 @@ from kubelet_dra.plugins.client import DEFAULT_CALL_TIMEOUT, DRAClient
 from kubelet_dra.plugins.health import HealthCache
 from kubelet_dra.plugins.instance import PluginInstance
 from kubelet_dra.plugins.wipes import DEFAULT_WIPING_DELAY, WipeScheduler
+from kubelet_dra.release import DEFAULT_RELEASE, KubeletRelease
 
 DEFAULT_HEALTH_RESTART_DELAY = 5.0
 PLUGIN_TYPE = "DRAPlugin"
@@ -76,10 +77,12 @@ class DRAPluginManager:
         legacy_services: bool = False,
         health: HealthCache | None = None,
         health_restart_delay: float = DEFAULT_HEALTH_RESTART_DELAY,
+        release: KubeletRelease = DEFAULT_RELEASE,
         log: Logger | None = None,
         on_change: Callable[[], None] = _ignore,
     ) -> None:
         self.recorder = recorder
+        self.release = release
         self.metrics = metrics
         self.health = health
         self.plugin_map = plugin_map

@@ -19,6 +19,7 @@ import yaml
 
 from kubelet_dra.driver.knobs import KNOBS
 from kubelet_dra.errors import ConfigError, UsageError
+from kubelet_dra.release import RELEASES
 from kubelet_dra.scenarios import schema
 from kubelet_dra.scenarios.model import (
     DEFAULT_STEP_TIMEOUT,
@@ -179,7 +180,14 @@ def _semantic_problems(document: dict[str, Any]) -> Iterator[tuple[FieldPath, st
             yield (*path, "external"), "an external driver needs node.registryDir (where it registers)"
         for knob, value in ((driver.get("reference") or {}).get("faults") or {}).items():
             yield from _knob_problems(knob, value, (*path, "reference", "faults", knob))
-    embedded = "kubeconfig" not in (document.get("node") or {})
+    node = document.get("node") or {}
+    if "featureGates" in node and "kubeletVersion" not in node:
+        yield ("node", "featureGates"), "feature gates exist only in some releases: pin node.kubeletVersion too"
+    pinned = RELEASES.get(node.get("kubeletVersion", ""))
+    gated = (node.get("featureGates") or {}).get("DRAOptionalNodeOperations")
+    if gated and pinned and not pinned.optional_node_operations:
+        yield ("node", "featureGates"), f"kubelet {pinned.name} has no DRAOptionalNodeOperations gate"
+    embedded = "kubeconfig" not in node
     for index, step in enumerate(document.get("steps") or []):
         yield from _step_problems(step, ("steps", index), drivers)
         if not embedded and _only_key(step, schema.ACTIONS) in APISERVER_ACTIONS:
@@ -295,6 +303,7 @@ def _build(document: dict[str, Any], file: str, positions: Positions) -> Scenari
         node=NodeSpec(
             name=node.get("name", "node-1"),
             options=node_options(node, timing),
+            release_pinned="kubeletVersion" in node,
             registry_dir=node.get("registryDir"),
             kubeconfig=node.get("kubeconfig"),
             control_plane=node.get("controlPlane", True),

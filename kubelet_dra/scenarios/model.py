@@ -14,6 +14,7 @@ import attrs
 
 from kubelet_dra.node import NodeOptions
 from kubelet_dra.plugins import PluginMap
+from kubelet_dra.release import RELEASES
 
 DEFAULT_WITHIN = 10.0
 DEFAULT_STEP_TIMEOUT = 30.0
@@ -42,6 +43,8 @@ class Position:
 class NodeSpec:
     name: str = "node-1"
     options: NodeOptions = attrs.field(factory=NodeOptions)
+    release_pinned: bool = False
+    """The file names its kubelet release; otherwise the replay's ``--kubelet-version`` decides."""
     registry_dir: str | None = None
     kubeconfig: str | None = None
     """A real cluster's API server instead of the embedded one."""
@@ -134,4 +137,9 @@ def node_options(node: Mapping[str, Any], timing: Mapping[str, Any]) -> NodeOpti
     values |= {field: bool(node[key]) for key, field in flags.items() if key in node}
     if "pluginMap" in node:
         values["plugin_map"] = PluginMap(node["pluginMap"])
+    if "kubeletVersion" in node:
+        values["release"] = RELEASES[node["kubeletVersion"]]
+    gates = node.get("featureGates") or {}
+    if "DRAOptionalNodeOperations" in gates:
+        values["optional_node_operations"] = bool(gates["DRAOptionalNodeOperations"])
     return NodeOptions(**values)

@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from kubelet_dra.driver.knobs import KNOBS, VERSION_CHOICES
+from kubelet_dra.release import RELEASES
 from kubelet_dra.testbed.objects import KINDS
 
 API_VERSION = "kubelet-dra.dev/v1alpha1"
@@ -304,6 +305,12 @@ SCHEMA: dict[str, Any] = {
             "node": obj(
                 {
                     "name": string("node name (default node-1)"),
+                    "kubeletVersion": enum(
+                        tuple(RELEASES), "pin the kubelet release (default: kubelet-dra replay --kubelet-version)"
+                    ),
+                    "featureGates": obj(
+                        {"DRAOptionalNodeOperations": boolean("alpha in 1.37, default false; needs kubeletVersion")}
+                    ),
                     "kubeletTiming": boolean("reconcile every second like the kubelet"),
                     "pluginMap": enum(("instances", "replace")),
                     "legacyServices": boolean("accept ≤1.32 services (v1alpha4)"),

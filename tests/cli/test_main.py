@@ -16,7 +16,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_version():
     result = run_cli("--version")
     assert result.returncode == 0
-    assert result.stdout.strip() == f"kubelet-dra {__version__}"
+    assert result.stdout.strip() == f"kubelet-dra {__version__} (emulates kubelet v1.37.0; also v1.36.2)"
 
 
 def test_help_lists_every_subcommand():

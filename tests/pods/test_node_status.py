@@ -9,7 +9,8 @@ from helpers import KubeletDRAProcess
 from nodeenv import NodeEnv
 
 from kubelet_dra.kube.client import api_path
-from kubelet_dra.nodestatus import KUBELET_VERSION, NodeShape
+from kubelet_dra.nodestatus import NodeShape
+from kubelet_dra.release import V1_36, V1_37
 
 
 async def get_node(env: NodeEnv) -> dict[str, Any]:
@@ -31,10 +32,17 @@ async def test_the_node_registers_with_what_a_scheduler_needs(env: NodeEnv) -> N
         "DiskPressure": "False",
         "PIDPressure": "False",
     }
-    assert status["nodeInfo"]["kubeletVersion"] == KUBELET_VERSION
+    assert status["nodeInfo"]["kubeletVersion"] == "v1.37.0", "the current release unless asked otherwise"
     assert {"type": "Hostname", "address": env.node_name} in status["addresses"]
     assert node["metadata"]["labels"]["kubernetes.io/hostname"] == env.node_name
     assert "taints" not in node.get("spec", {})
+
+
+async def test_the_node_reports_the_kubelet_release_it_emulates(env: NodeEnv) -> None:
+    async with env.node(release=V1_36):
+        assert (await get_node(env))["status"]["nodeInfo"]["kubeletVersion"] == "v1.36.2"
+    async with env.node(release=V1_37):
+        assert (await get_node(env))["status"]["nodeInfo"]["kubeletVersion"] == "v1.37.0", "adopted and updated"
 
 
 async def test_resources_labels_and_taints_are_the_ones_asked_for(env: NodeEnv) -> None:
