@@ -107,9 +107,37 @@ def _claim_to_go(claim: ClaimInfoState) -> dict[str, Any]:
 
 def encode(claims: Sequence[ClaimInfoState]) -> bytes:
     """The exact file bytes a 1.36 kubelet writes for these entries (an empty list is ``[]``, as it writes it)."""
-    data = go_json({"kind": KIND, "apiVersion": API_VERSION, "ClaimInfoStateList": [_claim_to_go(c) for c in claims]})
-    checksum = zlib.crc32(_utf8(data))
-    return _utf8(go_json({"Data": data, "Checksum": checksum}))
+    return Encoder().encode(claims)
+
+
+_DATA_HEAD = go_json({"kind": KIND, "apiVersion": API_VERSION, "ClaimInfoStateList": None}).removesuffix("null}")
+
+
+class Encoder:
+    """``encode`` that keeps each entry's JSON until the entry changes: a write costs what changed, plus one join.
+
+    The kubelet rewrites the whole file on every change, so encoding every entry anew grows with the
+    node's claims on every write (20,000 claims: about 0.5 s each). Compact JSON of a list is its
+    items' JSON joined by commas, so the bytes are the same as ``encode``'s.
+    """
+
+    def __init__(self) -> None:
+        self._fragments: dict[tuple[str, str, str], tuple[ClaimInfoState, str]] = {}
+
+    def encode(self, claims: Sequence[ClaimInfoState]) -> bytes:
+        fragments = {}
+        items = []
+        for claim in claims:
+            key = (claim.namespace, claim.claim_name, claim.claim_uid)
+            cached = self._fragments.get(key)
+            if cached is None or cached[0] != claim:
+                cached = (claim, go_json(_claim_to_go(claim)))
+            fragments[key] = cached
+            items.append(cached[1])
+        self._fragments = fragments
+        data = f"{_DATA_HEAD}[{','.join(items)}]}}"
+        checksum = zlib.crc32(_utf8(data))
+        return _utf8(go_json({"Data": data, "Checksum": checksum}))
 
 
 class _Reader:
@@ -240,6 +268,7 @@ class Checkpoint:
 
     def __init__(self, state_dir: Path) -> None:
         self.path = Path(state_dir) / self.FILE_NAME
+        self._encoder = Encoder()
 
     def load(self) -> list[ClaimInfoState]:
         """The stored entries; a missing file is created empty (as the kubelet does), a corrupt one is left alone."""
@@ -266,7 +295,7 @@ class Checkpoint:
             ) from None
         try:
             with os.fdopen(fd, "wb") as temp:
-                temp.write(encode(claims))
+                temp.write(self._encoder.encode(claims))
                 temp.flush()
                 os.fsync(temp.fileno())
             os.replace(temp_name, self.path)

@@ -9,6 +9,7 @@ import sys
 import zlib
 from pathlib import Path
 
+import attrs
 import pytest
 
 from kubelet_dra.errors import StateError
@@ -17,6 +18,7 @@ from kubelet_dra.manager.checkpoint import (
     CheckpointCorrupted,
     ClaimInfoState,
     DeviceState,
+    Encoder,
     decode,
     encode,
 )
@@ -244,3 +246,19 @@ def test_crash_between_temp_write_and_rename_leaves_the_old_file(tmp_path):
     assert temp.read_bytes() == fixture("one-claim-two-devices"), "the new content was complete before the rename"
     checkpoint.store([ONE_CLAIM])
     assert checkpoint.load() == [ONE_CLAIM]
+
+
+def test_an_encoder_that_keeps_entries_writes_the_same_bytes_as_a_fresh_encode():
+    encoder = Encoder()
+    other = attrs.evolve(ONE_CLAIM, claim_uid="other-uid", claim_name="claim2")
+    states = [
+        [ONE_CLAIM],
+        [ONE_CLAIM, other],
+        [attrs.evolve(ONE_CLAIM, pod_uids=frozenset({POD_UID, "second-pod"})), other],
+        [other, attrs.evolve(ONE_CLAIM, driver_state={"gpu.example.com": (gpu(0), gpu(1), gpu(2))})],
+        [other, other],
+        [],
+    ]
+    for claims in states:
+        assert encoder.encode(claims) == encode(claims)
+    assert encoder.encode([]) == fixture("empty")
