@@ -126,7 +126,7 @@ DRIVER_DEFECTS: dict[tuple[str, str], str] = {
     for check in ("HEA-001", "HEA-002", "HEA-005")
 }
 """Checks a real driver fails because of a defect of the driver, with the evidence; every other check
-must pass or skip with a reason. The README's list of proven driver defects is this one."""
+must pass or skip with a reason. The list of proven driver defects in docs/conformance.md is this one."""
 
 
 def conformance_verdicts(report: dict, driver: str) -> tuple[dict[str, int], list[str]]:

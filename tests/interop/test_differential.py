@@ -3,7 +3,7 @@
 Volatile fields (uids, timestamps, resourceVersions, managed fields, generated name suffixes,
 continue tokens) are masked; everything else must be equal, Status errors field by field. A
 difference that is not fixed is listed in ``KNOWN_DIFFERENCES`` with its reason (also in the
-README's Limits).
+Limits in docs/apiserver.md).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     ),
 }
 """Message patterns whose wording differs on purpose -> why; both servers' matching messages are masked alike.
-The README's Limits list these."""
+The Limits in docs/apiserver.md list these."""
 VOLATILE_IN_MESSAGES = (
     r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
     r"(?<=ResourceVersion in record \()\d+",
