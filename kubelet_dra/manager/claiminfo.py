@@ -16,6 +16,7 @@ import attrs
 from kubelet_dra.api import dra_v1_pb2
 from kubelet_dra.manager.checkpoint import Checkpoint, ClaimInfoState, DeviceState
 from kubelet_dra.manager.claims import ClaimError
+from kubelet_dra.manager.commit import GroupCommit
 from kubelet_dra.metrics import ANY_DRIVER
 
 
@@ -95,14 +96,14 @@ class ClaimInfo:
 
 
 class ClaimInfoCache:
-    """The entries, loaded from the checkpoint at start and written back whole on every change."""
+    """The entries, loaded from the checkpoint at start and written back whole on every change (group commit)."""
 
     def __init__(self, checkpoint: Checkpoint) -> None:
-        self._checkpoint = checkpoint
         self._entries: dict[str, ClaimInfo] = {}
         for state in checkpoint.load():
             info = ClaimInfo.from_state(state)
             self._entries[info.key] = info
+        self._commit = GroupCommit(self._states, checkpoint.store)
 
     def get(self, namespace: str, name: str) -> ClaimInfo | None:
         return self._entries.get(claim_key(namespace, name))
@@ -137,5 +138,9 @@ class ClaimInfoCache:
                 inactive.setdefault((pod_uid, info.namespace), []).append(info.claim_name)
         return inactive
 
-    def sync_to_checkpoint(self) -> None:
-        self._checkpoint.store([info.to_state() for info in self._entries.values()])
+    async def sync_to_checkpoint(self) -> None:
+        """Return once the entries as they are now are in the checkpoint (a write may cover other callers' too)."""
+        await self._commit.sync()
+
+    def _states(self) -> list[ClaimInfoState]:
+        return [info.to_state() for info in self._entries.values()]

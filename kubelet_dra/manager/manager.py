@@ -234,7 +234,9 @@ class DRAManager:
         pod_uid, namespace = str(meta.get("uid", "")), str(meta.get("namespace", ""))
         validated = [await self._validate(pod, namespace, claim, log) for claim in pod_claims(pod)]
 
-        # Phase B: no await until the batches are built, so no other pod's work interleaves.
+        # Phase B: no await until the batches are built, so no other pod's work interleaves; then one
+        # checkpoint write covers every claim's new pod reference before any driver call (the kubelet
+        # writes after each claim, with nothing in between that a driver or the API server could see).
         batches: dict[DriverInstance, list[dra_v1_pb2.Claim]] = {}
         sent: list[ClaimInfo] = []
         for info, instances in validated:
@@ -248,7 +250,6 @@ class DRAManager:
                     " still exists (previous pod force-deleted?!)"
                 )
             entry.pod_uids.add(pod_uid)
-            self._sync("checkpoint ResourceClaim cache")
             if entry.prepared:
                 log.v(5).info("Resources already prepared", claim=entry.key)
                 continue
@@ -256,6 +257,8 @@ class DRAManager:
             request_claim = _request_claim(entry)
             for instance in instances:
                 batches.setdefault(instance, []).append(request_claim)
+        if validated:
+            await self._sync("checkpoint ResourceClaim cache")
 
         # Phase C: one call per driver instance; the first problem aborts the pod.
         for instance, claims in batches.items():
@@ -268,7 +271,7 @@ class DRAManager:
         # Phase D
         for entry in sent:
             entry.prepared = True
-        self._sync("checkpoint ResourceClaim state")
+        await self._sync("checkpoint ResourceClaim state")
         if sent:
             log.info("Prepared dynamic resources", claims=[entry.key for entry in sent], calls=len(batches))
 
@@ -313,7 +316,7 @@ class DRAManager:
 
         for name in done:
             self.cache.delete(namespace, name)
-        self._sync("checkpoint ResourceClaim state")
+        await self._sync("checkpoint ResourceClaim state")
         if done:
             log.info("Unprepared dynamic resources", claims=[f"{namespace}/{name}" for name in done])
 
@@ -343,9 +346,9 @@ class DRAManager:
             )
         return info
 
-    def _sync(self, what: str) -> None:
+    async def _sync(self, what: str) -> None:
         try:
-            self.cache.sync_to_checkpoint()
+            await self.cache.sync_to_checkpoint()
         except KubeletDRAError as err:
             raise ClaimError(f"{what}: {err}") from err
 
