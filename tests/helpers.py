@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 
@@ -33,7 +34,8 @@ class KubeletDRAProcess:
         self._reader = asyncio.create_task(self._read())
 
     @staticmethod
-    async def spawn(*args: str) -> asyncio.subprocess.Process:
+    async def spawn(*args: str, env: Mapping[str, str] | None = None) -> asyncio.subprocess.Process:
+        """Start ``kubelet-dra ARGS``, with ``env`` added to this process's environment."""
         return await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
@@ -41,11 +43,12 @@ class KubeletDRAProcess:
             *args,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, **(env or {})},
         )
 
     @classmethod
-    async def start(cls, *args: str) -> KubeletDRAProcess:
-        return cls(await cls.spawn(*args))
+    async def start(cls, *args: str, env: Mapping[str, str] | None = None) -> KubeletDRAProcess:
+        return cls(await cls.spawn(*args, env=env))
 
     async def _read(self) -> None:
         assert self.proc.stderr is not None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,40 @@ class RealControlPlane:
 
     def log(self, component: str = "apiserver") -> str:
         return (self.dir / f"{component}.log").read_text(errors="replace")
+
+    def kubectl(self, *args: str, stdin: str = "", check: bool = True) -> subprocess.CompletedProcess[str]:
+        """``kubectl ARGS`` as the admin; with ``check``, a failure raises with kubectl's own words."""
+        result = subprocess.run(
+            ["kubectl", "--kubeconfig", str(self.kubeconfig), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if check and result.returncode != 0:
+            raise InteropError(f"kubectl {' '.join(args)}: {result.stderr.strip()}")
+        return result
+
+    def get(self, *what: str) -> dict[str, Any] | None:
+        """``kubectl get WHAT -o json``, None when it is not there."""
+        result = self.kubectl("get", *what, "-o", "json", check=False)
+        return json.loads(result.stdout) if result.returncode == 0 else None
+
+    def service_account(self, name: str, namespace: str, directory: Path) -> Path:
+        """Create a service account and mount its credentials in ``directory`` as a pod has them (``token``,
+        ``ca.crt``, ``namespace``); bind it to roles yourself."""
+        self.kubectl("create", "serviceaccount", name, "-n", namespace)
+        directory.mkdir()
+        (directory / "token").write_text(self.kubectl("create", "token", name, "-n", namespace).stdout.strip())
+        shutil.copy(self.ca, directory / "ca.crt")
+        (directory / "namespace").write_text(namespace)
+        return directory
+
+    def kubeconfig_of(self, token: str, path: Path) -> Path:
+        """A kubeconfig like the admin's with another bearer ``token``, written to ``path``."""
+        path.write_text(self.kubeconfig.read_text().replace(self.token, token))
+        return path
 
 
 def start_control_plane(directory: Path, *components: str, nodes: tuple[str, ...] = ()) -> RealControlPlane:

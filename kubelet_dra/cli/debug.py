@@ -64,7 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def options(args: argparse.Namespace) -> NodeOptions:
     if args.duration is not None and args.duration <= 0:
         raise UsageError("the watch time must be positive", where="--for", fix="give a number of seconds")
-    real_cluster = bool(args.kubeconfig)
+    real_cluster = bool(args.kubeconfig or args.in_cluster)
     return attrs.evolve(nodeflags.node_options(args), dry_run_wipes=real_cluster, register_node=not real_cluster)
 
 

@@ -16,7 +16,7 @@ from driver_support import NAMESPACE, RESOURCE, create_claim, create_node, uniqu
 from kubelet_dra.apiserver.server import EmbeddedAPIServer
 from kubelet_dra.errors import ConfigError
 from kubelet_dra.kube.client import KubeApiError, KubeClient, api_path
-from kubelet_dra.kube.config import load_configuration
+from kubelet_dra.kube.config import in_cluster_kubeconfig, load_configuration
 from kubelet_dra.kube.resource import ResourceAPI
 
 KUBECONFIG = """\
@@ -175,3 +175,48 @@ async def test_claims_fall_back_to_older_versions_and_remember_the_one_that_answ
             assert caught.value.message == 'resourceclaims.resource.k8s.io "missing" not found'
         finally:
             client.close()
+
+
+def service_account(directory: Path, token: str = "first") -> Path:
+    directory.mkdir()
+    (directory / "token").write_text(token + "\n")
+    (directory / "ca.crt").write_text("not checked until a request is made\n")
+    return directory
+
+
+def test_in_cluster_kubeconfig_reads_the_rotated_token(tmp_path: Path) -> None:
+    account = service_account(tmp_path / "sa")
+    path = tmp_path / "kubeconfig"
+    path.write_text(
+        in_cluster_kubeconfig(str(account), {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"})
+    )
+    configuration = load_configuration(str(path))
+    assert configuration.host == "https://10.0.0.1:443"
+    assert configuration.ssl_ca_cert == str(account / "ca.crt")
+    assert configuration.get_api_key_with_prefix("BearerToken") == "Bearer first"
+    (account / "token").write_text("second\n")  # the kubelet rotated it
+    assert configuration.get_api_key_with_prefix("BearerToken") == "Bearer second"
+
+
+def test_in_cluster_kubeconfig_brackets_an_ipv6_host(tmp_path: Path) -> None:
+    account = service_account(tmp_path / "sa")
+    text = in_cluster_kubeconfig(str(account), {"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443"})
+    assert "server: https://[fd00::1]:443" in text
+
+
+@pytest.mark.parametrize(
+    ("environ", "missing", "where"),
+    [
+        ({}, "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set", "environment"),
+        ({"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}, "has no token", "sa/token"),
+    ],
+)
+def test_in_cluster_kubeconfig_says_what_is_missing(
+    tmp_path: Path, environ: dict[str, str], missing: str, where: str
+) -> None:
+    (tmp_path / "sa").mkdir()
+    with pytest.raises(ConfigError) as caught:
+        in_cluster_kubeconfig(str(tmp_path / "sa"), environ)
+    assert missing in caught.value.what
+    assert caught.value.where.endswith(where)
+    assert "--kubeconfig" in caught.value.fix

@@ -1,10 +1,13 @@
-"""``kubelet-dra run`` joins a real control plane as a node, with the real DRA example driver behind it.
+"""``kubelet-dra run`` joins a real control plane as a node, with a DRA driver behind it, under each identity
+a node can have: the admin's, its own node identity (``system:node:<name>``, where the Node authorizer and
+NodeRestriction admission decide what it may do, as for a real kubelet), and a service account bound to the
+roles of ``deploy/`` (a pod's in-cluster credentials, the driver on its own account).
 
 The real kube-scheduler places a pod whose claim comes from a template onto the simulated node and
-allocates a device the Go driver published; the node prepares it through the driver and reports the
-pod Running; on deletion it unprepares, and the real kube-controller-manager deletes the generated
-claim. Throughout, and past the node monitor grace period, the node lifecycle controller keeps the
-node Ready and untainted: its status heartbeats and Lease renewals reach it.
+allocates a device the driver published; the node prepares it through the driver and reports the pod
+Running; on deletion it unprepares, and the real kube-controller-manager deletes the generated claim.
+Throughout, and past the node monitor grace period, the node lifecycle controller keeps the node Ready
+and untainted: its status heartbeats and Lease renewals reach it.
 """
 
 from __future__ import annotations
@@ -13,33 +16,38 @@ import asyncio
 import json
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from helpers import KubeletDRAProcess, eventually
-from realk8s import RealControlPlane, client_go_refusals, start_control_plane, stop_control_plane
+from realk8s import REPO, RealControlPlane, client_go_refusals, start_control_plane, stop_control_plane
 
 NODE = "sim-1"
+DRIVER = "gpu.example.com"
 GRACE_PERIOD = 50
 """kube-controller-manager 1.36's default --node-monitor-grace-period, in seconds."""
+DEPLOY = REPO / "deploy"
+NAMESPACE = "kubelet-dra"
+UNIMPLEMENTED_HEALTH = "unknown service v1alpha1.DRAResourceHealth"
+"""The Go example driver has no health service; the kubelet logs its refusal of NodeWatchResources, rightly."""
 MANIFESTS = [
     {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "DeviceClass",
-        "metadata": {"name": "gpu.example.com"},
-        "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]},
+        "metadata": {"name": DRIVER},
+        "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{DRIVER}'"}}]},
     },
     {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaimTemplate",
         "metadata": {"name": "one-gpu", "namespace": "default"},
-        "spec": {
-            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}
-        },
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER}}]}}},
     },
     {
         "apiVersion": "v1",
@@ -53,10 +61,26 @@ MANIFESTS = [
 ]
 
 
+@attrs.frozen
+class Joining:
+    """How the node and its driver reach the control plane under one identity."""
+
+    node_args: tuple[str, ...]
+    """``kubelet-dra run``'s flags that choose the API server and credentials."""
+    node_env: Mapping[str, str]
+    driver: list[str]
+    """The driver's command, its dirs under ``{registry}``, ``{plugins}`` and ``{cdi}``."""
+
+
+@pytest.fixture(scope="module", params=["admin", "node-identity", "service-account"])
+def identity(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def cluster(interop_bin: Path) -> Iterator[RealControlPlane]:
+def cluster(interop_bin: Path, identity: str) -> Iterator[RealControlPlane]:
     directory = Path(tempfile.mkdtemp(prefix="kd-cluster-", dir="/tmp"))
-    plane = start_control_plane(directory, "scheduler", "controller-manager")
+    plane = start_control_plane(directory, "scheduler", "controller-manager", nodes=(NODE,))
     try:
         yield plane
     finally:
@@ -64,28 +88,40 @@ def cluster(interop_bin: Path) -> Iterator[RealControlPlane]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def kubectl(plane: RealControlPlane, *args: str, stdin: str = "") -> str:
-    result = subprocess.run(
-        ["kubectl", "--kubeconfig", str(plane.kubeconfig), *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+def joining(identity: str, plane: RealControlPlane, interop_bin: Path, tmp_path: Path) -> Joining:
+    example_driver = [
+        str(interop_bin / "dra-example-kubeletplugin"),
+        *("--node-name", NODE, "--kubeconfig", str(plane.kubeconfig)),
+        *("--kubelet-registrar-directory-path", "{registry}", "--kubelet-plugins-directory-path", "{plugins}"),
+        *("--cdi-root", "{cdi}", "--device-profile", "gpu", "--kube-api-qps", "1000", "--kube-api-burst", "1000"),
+    ]
+    if identity == "admin":
+        return Joining(("--kubeconfig", str(plane.kubeconfig)), {}, example_driver)
+    if identity == "node-identity":
+        return Joining(("--kubeconfig", str(plane.node_kubeconfig(NODE))), {}, example_driver)
+    # deploy/'s roles, each on an account of its own, to prove each one enough by itself
+    for path in (DEPLOY / "00-namespace.yaml", DEPLOY / "10-rbac.yaml"):
+        plane.kubectl("apply", "-f", str(path))
+    node_account = plane.service_account("node-only", NAMESPACE, tmp_path / "node-account")
+    driver_account = plane.service_account("driver-only", NAMESPACE, tmp_path / "driver-account")
+    for name, role in (("node-only", "kubelet-dra-node"), ("driver-only", "kubelet-dra-driver")):
+        plane.kubectl(
+            "create", "clusterrolebinding", name, "--clusterrole", role, f"--serviceaccount={NAMESPACE}:{name}"
+        )
+    lease = ("-n", "kube-node-lease", "--role", "kubelet-dra-node-lease")
+    plane.kubectl("create", "rolebinding", "node-only", *lease, f"--serviceaccount={NAMESPACE}:node-only")
+    driver_kubeconfig = plane.kubeconfig_of((driver_account / "token").read_text(), tmp_path / "driver.kubeconfig")
+    reference_driver = [
+        *(sys.executable, "-m", "kubelet_dra", "driver", "--driver-name", DRIVER, "--node-name", NODE),
+        *("--kubeconfig", str(driver_kubeconfig), "--registry-dir", "{registry}"),
+        *("--plugin-dir", "{plugins}/" + DRIVER, "--cdi-root", "{cdi}", "--health"),
+    ]
+    host, port = plane.url.removeprefix("https://").rsplit(":", 1)
+    return Joining(
+        ("--in-cluster", str(node_account), "--kubeconfig-out", str(tmp_path / "node.kubeconfig")),
+        {"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port},
+        reference_driver,
     )
-    assert result.returncode == 0, f"kubectl {' '.join(args)}: {result.stderr}"
-    return result.stdout
-
-
-def get(plane: RealControlPlane, *what: str) -> dict[str, Any] | None:
-    result = subprocess.run(
-        ["kubectl", "--kubeconfig", str(plane.kubeconfig), "get", *what, "-o", "json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    return json.loads(result.stdout) if result.returncode == 0 else None
 
 
 def ready_and_untainted(node: dict[str, Any] | None) -> bool:
@@ -96,58 +132,58 @@ def ready_and_untainted(node: dict[str, Any] | None) -> bool:
 
 
 async def test_a_pod_runs_on_the_simulated_node_through_the_real_control_plane(
-    cluster: RealControlPlane, interop_bin: Path, tmp_path: Path
+    cluster: RealControlPlane, identity: str, interop_bin: Path, tmp_path: Path
 ):
-    registry, plugins, cdi = tmp_path / "registry", tmp_path / "plugins", tmp_path / "cdi"
-    for directory in (registry, plugins, cdi):
+    dirs = {name: tmp_path / name for name in ("registry", "plugins", "cdi")}
+    for directory in dirs.values():
         directory.mkdir()
+    join = joining(identity, cluster, interop_bin, tmp_path)
     started = time.monotonic()
     node = await KubeletDRAProcess.start(
-        *("run", "--node-name", NODE, "--registry-dir", str(registry), "--kubeconfig", str(cluster.kubeconfig)),
+        *("run", "--node-name", NODE, "--registry-dir", str(dirs["registry"]), *join.node_args),
         *("--state-dir", str(tmp_path / "state"), "--pod-retry-period", "0.5"),
+        env=join.node_env,
     )
     driver_log = (tmp_path / "driver.log").open("w")
     driver = subprocess.Popen(
-        [
-            str(interop_bin / "dra-example-kubeletplugin"),
-            *("--node-name", NODE, "--kubeconfig", str(cluster.kubeconfig)),
-            *("--kubelet-registrar-directory-path", str(registry), "--kubelet-plugins-directory-path", str(plugins)),
-            *("--cdi-root", str(cdi), "--device-profile", "gpu", "--kube-api-qps", "1000", "--kube-api-burst", "1000"),
-        ],
+        [word.format_map({name: str(path) for name, path in dirs.items()}) for word in join.driver],
         stdout=driver_log,
         stderr=subprocess.STDOUT,
     )
     try:
         await node.wait_line('msg="Registered DRA plugin"', timeout=60)
-        kubectl(cluster, "apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": MANIFESTS}))
+        cluster.kubectl("apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": MANIFESTS}))
 
         def pod() -> dict[str, Any] | None:
-            return get(cluster, "pod", "gpu-pod", "-n", "default")
+            return cluster.get("pod", "gpu-pod", "-n", "default")
 
         running = await eventually(lambda: (pod() or {}).get("status", {}).get("phase") == "Running", timeout=60)
-        assert running, json.dumps(pod(), indent=1)[-3000:]
+        assert running, json.dumps(pod(), indent=1)[-3000:] + "\n" + "\n".join(node.lines[-30:])
         placed = pod() or {}
         assert placed["spec"]["nodeName"] == NODE, "the real scheduler placed it"
         claim_name = placed["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
-        claim = get(cluster, "resourceclaim", claim_name, "-n", "default") or {}
+        claim = cluster.get("resourceclaim", claim_name, "-n", "default") or {}
         [result] = claim["status"]["allocation"]["devices"]["results"]
-        assert result["driver"] == "gpu.example.com" and result["pool"] == NODE
+        assert result["driver"] == DRIVER and result["pool"] == NODE
         await node.wait_line("Starting container.*cdiDevices", timeout=10)
 
-        kubectl(cluster, "delete", "pod", "gpu-pod", "-n", "default", "--wait=false")
+        cluster.kubectl("delete", "pod", "gpu-pod", "-n", "default", "--wait=false")
         assert await eventually(lambda: pod() is None, timeout=60), "the node finished the pod's deletion"
         await node.wait_line('msg="Unprepared dynamic resources"', timeout=10)
-        gone = await eventually(lambda: get(cluster, "resourceclaim", claim_name, "-n", "default") is None, timeout=60)
+        gone = await eventually(lambda: cluster.get("resourceclaim", claim_name, "-n", "default") is None, timeout=60)
         assert gone, "the real controller manager deleted the generated claim"
 
         await asyncio.sleep(max(0.0, GRACE_PERIOD + 10 - (time.monotonic() - started)))
-        assert ready_and_untainted(get(cluster, "node", NODE)), json.dumps(get(cluster, "node", NODE), indent=1)
-        lease = get(cluster, "lease", NODE, "-n", "kube-node-lease") or {}
+        assert ready_and_untainted(cluster.get("node", NODE)), json.dumps(cluster.get("node", NODE), indent=1)
+        lease = cluster.get("lease", NODE, "-n", "kube-node-lease") or {}
         assert lease["spec"]["holderIdentity"] == NODE and lease["spec"]["leaseDurationSeconds"] == 40
     finally:
         driver.terminate()
         driver.wait(timeout=30)
         driver_log.close()
         assert await node.stop() == 0
-    assert not any("Traceback" in line for line in node.lines), node.lines
+    marks = ("Traceback", "level=error", "level=warning", "forbidden")
+    troubles = [line for line in node.lines if any(mark in line for mark in marks) and UNIMPLEMENTED_HEALTH not in line]
+    assert not troubles, "\n".join(troubles)
+    assert 'msg="Deleted ResourceSlices"' in "\n".join(node.lines), "the startup wipe went through"
     assert client_go_refusals((tmp_path / "driver.log").read_text()) == []
