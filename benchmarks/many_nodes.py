@@ -5,13 +5,14 @@ gpu.example.com`` process (embedded API server and N nodes) starts N reference d
 the offline control plane (``kubelet-dra controlplane``, its own process) generates and allocates
 one claim for one pod bound to each node; every pod is prepared and Running, then deleted and
 unprepared. Measured: the time from start to every driver registered, from the pods' creation to
-every pod Running, and from their deletion to every pod gone; the peak RSS of the ``run`` process
+every pod Running (and the median over nodes of their own pod's), and from their deletion to every pod
+gone; the peak RSS of the ``run`` process
 (kernel's VmHWM), what each node beyond the first adds to it (against a fleet of one), and the
 RSS of one driver process.
 
 Target: at most 5 MB of ``run`` memory per additional node (one process per node costs ~94 MB).
 
-Run: ``python benchmarks/many_nodes.py [--nodes 1,10,50]``
+Run: ``python benchmarks/many_nodes.py [--nodes 1,10,50] [--output json]``
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import shutil
+import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import attrs
+from common import Figure, load, write_json
 from rich.console import Console
 from rich.table import Table
 
@@ -42,6 +45,8 @@ class FleetRun:
     nodes: int
     registered: float
     running: float
+    first_pod: float
+    """Median over the nodes of the time from the pods' creation to the node's own pod Running."""
     deleted: float
     peak_rss_mb: float
     driver_rss_mb: float
@@ -109,9 +114,13 @@ async def one_fleet(size: int, workdir: Path) -> FleetRun:
         for index in range(size):
             await objects.apply(kube, manifests.pod(f"pod-{index}", f"sim-{index}", templates={"gpu": "one-gpu"}))
 
+        first_running: dict[str, float] = {}
+
         async def all_running() -> bool:
-            pods = await objects.list_objects(kube, "Pod", NAMESPACE)
-            return sum((pod.get("status") or {}).get("phase") == "Running" for pod in pods) == size
+            for pod in await objects.list_objects(kube, "Pod", NAMESPACE):
+                if (pod.get("status") or {}).get("phase") == "Running":
+                    first_running.setdefault(pod["metadata"]["name"], time.monotonic() - created)
+            return len(first_running) == size
 
         await until(all_running, "pods Running")
         running = time.monotonic() - created
@@ -135,7 +144,8 @@ async def one_fleet(size: int, workdir: Path) -> FleetRun:
         run.terminate()
         await run.wait()
         await reader
-    return FleetRun(size, registered, running, deleted, peak, driver_rss)
+    first_pod = statistics.median(first_running.values())
+    return FleetRun(size, registered, running, first_pod, deleted, peak, driver_rss)
 
 
 async def main(sizes: list[int]) -> list[FleetRun]:
@@ -149,6 +159,25 @@ async def main(sizes: list[int]) -> list[FleetRun]:
     return results
 
 
+def per_node_mb(result: FleetRun, base: FleetRun) -> float:
+    return (result.peak_rss_mb - base.peak_rss_mb) / (result.nodes - base.nodes)
+
+
+def figures(results: list[FleetRun]) -> list[Figure]:
+    base = min(results, key=lambda result: result.nodes)
+    found = []
+    for result in results:
+        timing = f"registered {result.registered:.1f} s, own pod Running {result.first_pod:.1f} s"
+        if result.nodes > base.nodes:
+            extra = per_node_mb(result, base)
+            name = f"run memory per extra node, {result.nodes} nodes"
+            target = f"≤ {TARGET_MB_PER_NODE:g} MB"
+            found.append(Figure("many nodes", name, f"{extra:.2f} MB", target, extra <= TARGET_MB_PER_NODE, timing))
+        else:
+            found.append(Figure("many nodes", f"{result.nodes} node(s)", f"{result.peak_rss_mb:.0f} MB", spread=timing))
+    return found
+
+
 def report(results: list[FleetRun]) -> Table:
     base = min(results, key=lambda result: result.nodes)
     table = Table(title="kubelet-dra run --nodes: one process, one reference driver process per node")
@@ -156,6 +185,7 @@ def report(results: list[FleetRun]) -> Table:
         "nodes",
         "all registered",
         "all Running",
+        "own pod Running (median)",
         "all deleted",
         "run peak RSS",
         "per extra node",
@@ -163,15 +193,12 @@ def report(results: list[FleetRun]) -> Table:
     ):
         table.add_column(column, justify="right")
     for result in results:
-        extra = (
-            f"{(result.peak_rss_mb - base.peak_rss_mb) / (result.nodes - base.nodes):.2f} MB"
-            if result.nodes > base.nodes
-            else "-"
-        )
+        extra = f"{per_node_mb(result, base):.2f} MB" if result.nodes > base.nodes else "-"
         table.add_row(
             str(result.nodes),
             f"{result.registered:.1f} s",
             f"{result.running:.1f} s",
+            f"{result.first_pod:.1f} s",
             f"{result.deleted:.1f} s",
             f"{result.peak_rss_mb:.0f} MB",
             extra,
@@ -184,6 +211,12 @@ def report(results: list[FleetRun]) -> Table:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", default="1,10,50", help="fleet sizes, comma-separated (default: %(default)s)")
+    parser.add_argument("--output", choices=("text", "json"), default="text")
     arguments = parser.parse_args()
     fleet_sizes = sorted({int(size) for size in arguments.nodes.split(",")})
-    Console(width=120).print(report(asyncio.run(main(fleet_sizes))))
+    started_load = load()
+    fleets = asyncio.run(main(fleet_sizes))
+    if arguments.output == "json":
+        write_json({"loadAtStart": started_load, "fleets": [attrs.asdict(f) for f in fleets]}, figures(fleets))
+    else:
+        Console(width=140).print(report(fleets))

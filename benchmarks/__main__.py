@@ -1,0 +1,81 @@
+"""``python -m benchmarks``: the kubelet-side benchmarks in one command, one table, optionally JSON.
+
+Each benchmark runs as its own process (so one's memory never counts in another's peak RSS) with
+``--output json``; the figures they report are gathered into one table: the figure, its target,
+met or not, and the spread of the runs. Reduced sizes by default (about 4 minutes on 2 cores);
+``--full`` runs the sizes the targets are set for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+HERE = Path(__file__).resolve().parent
+SUITE: dict[str, tuple[str, list[str], list[str]]] = {
+    # name: (script, reduced arguments, full arguments)
+    "manager": ("manager_bench.py", ["--cycles", "20", "--runs", "3"], ["--cycles", "50", "--runs", "3"]),
+    "scale": ("scale_bench.py", ["--pods", "2000"], ["--pods", "10000"]),
+    "nodes": ("many_nodes.py", ["--nodes", "1,10"], ["--nodes", "1,10,50,100"]),
+}
+
+
+def run(name: str, full: bool) -> dict[str, Any]:
+    script, reduced, complete = SUITE[name]
+    command = [sys.executable, str(HERE / script), *(complete if full else reduced), "--output", "json"]
+    started = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    seconds = time.monotonic() - started
+    if done.returncode != 0:
+        return {"benchmark": name, "seconds": seconds, "error": done.stderr.strip().splitlines()[-1:] or ["failed"]}
+    return {"benchmark": name, "seconds": seconds, **json.loads(done.stdout)}
+
+
+def table(reports: list[dict[str, Any]]) -> Table:
+    result = Table(title="kubelet-dra benchmarks")
+    for column in ("benchmark", "figure", "value", "target", "met", "spread / notes"):
+        result.add_column(column, justify="right" if column == "value" else "left")
+    for report in reports:
+        if "error" in report:
+            result.add_row(report["benchmark"], "[red]failed[/red]", "", "", "", " ".join(report["error"]))
+            continue
+        for figure in report["figures"]:
+            met = {True: "[green]met[/green]", False: "[red]not met[/red]", None: ""}[figure["met"]]
+            result.add_row(
+                figure["benchmark"], figure["name"], figure["value"], figure["target"], met, figure["spread"]
+            )
+    result.caption = " · ".join(
+        f"{r['benchmark']}: {r['seconds']:.0f} s, load {r.get('loadAtStart', '?')} → {r.get('load', '?')}"
+        for r in reports
+    )
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="the sizes the targets are set for (takes longer)")
+    parser.add_argument("--only", default=",".join(SUITE), help="benchmarks to run, comma-separated (%(default)s)")
+    parser.add_argument("--output", choices=("text", "json"), default="text")
+    arguments = parser.parse_args()
+    chosen = arguments.only.split(",")
+    if unknown := set(chosen) - set(SUITE):
+        parser.error(f"unknown benchmark(s) {', '.join(sorted(unknown))}; choose from {', '.join(SUITE)}")
+    reports = [run(name, arguments.full) for name in chosen]
+    if arguments.output == "json":
+        json.dump({"full": arguments.full, "reports": reports}, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        Console(width=160).print(table(reports))
+    return 1 if any("error" in report for report in reports) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

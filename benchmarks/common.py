@@ -1,0 +1,85 @@
+"""What the benchmark scripts share: percentiles, the machine's load, the figures the one command tabulates.
+
+Each script prints its own table and, with ``--output json``, a document whose ``figures`` list
+``python -m benchmarks`` gathers into one table: a figure, its target, met or not, and the spread
+of the script's runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import attrs
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@attrs.frozen
+class Percentiles:
+    p50: float
+    p95: float
+    p99: float
+
+    @classmethod
+    def of(cls, samples: Sequence[float]) -> Percentiles:
+        if len(samples) < 2:
+            value = samples[0] if samples else 0.0
+            return cls(value, value, value)
+        cuts = statistics.quantiles(samples, n=100, method="inclusive")
+        return cls(statistics.median(samples), cuts[94], cuts[98])
+
+    def ms(self) -> str:
+        return f"{self.p50 * 1e3:.2f} / {self.p95 * 1e3:.2f} / {self.p99 * 1e3:.2f}"
+
+
+@attrs.frozen
+class Figure:
+    """One line of the one command's table; ``met`` is ``None`` when the figure has no target."""
+
+    benchmark: str
+    name: str
+    value: str
+    target: str = ""
+    met: bool | None = None
+    spread: str = ""
+
+
+def load() -> str:
+    """The 1/5/15-minute load averages: figures on a shared machine mean little without them."""
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def peak_rss_mb(pid: int | str = "self") -> float:
+    """Peak resident memory (the kernel's VmHWM) of a process, in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def spread(values: Sequence[float], unit: str = "ms", scale: float = 1e3) -> str:
+    """The range of a figure over the runs, e.g. ``5.8 – 6.1 ms``."""
+    if not values:
+        return ""
+    low, high = min(values) * scale, max(values) * scale
+    return f"{low:.2f} – {high:.2f} {unit}" if len(values) > 1 else f"{low:.2f} {unit}"
+
+
+def write_json(document: dict[str, Any], figures: Sequence[Figure]) -> None:
+    json.dump({**document, "load": load(), "figures": [attrs.asdict(f) for f in figures]}, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
+def realk8s() -> ModuleType | None:
+    """The tests' access to the real Kubernetes programs (``../shared/interop``), or ``None`` when they are absent."""
+    sys.path.insert(0, str(REPO / "tests"))
+    import realk8s
+
+    return None if realk8s.interop_missing() else realk8s

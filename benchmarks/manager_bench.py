@@ -1,0 +1,398 @@
+"""Benchmark of the DRA manager's prepare and unprepare path, against real driver processes, beside a bare gRPC client.
+
+For each API server (the embedded one, the real kube-apiserver of ``../shared/interop``, or any by
+kubeconfig) and each driver (the reference driver with ``--no-op``, the real Go
+``dra-example-kubeletplugin``, or any by command template), a ``Testbed`` node registers the driver
+and a ``DRAManager`` of its own (checkpoint on) prepares and unprepares pods, as the kubelet's pod
+workers do: pods with 1 and 4 claims, 1 and 16 pods at a time. Each claim is allocated its own
+device and reserved for its pod; a pod cycles through prepare and unprepare. In the same run the
+same ``NodePrepareResources``/``NodeUnprepareResources`` batches go to the same driver from a bare
+``grpc.aio`` client (no API server read, no checkpoint, no call recorder): the ratio of the two is
+kubelet-dra's own overhead. Runs alternate bare and manager so load drifts hit both alike.
+
+Targets: overhead ≤ 1.2× the bare client; a cycle p50 ≤ 6 ms on the real Go driver with the real
+kube-apiserver, the figure of the real kubelet 1.36 measured on a 2-core kind node (5.9 – 6.1 ms).
+
+Run: ``python benchmarks/manager_bench.py [--cycles 50] [--runs 3] [--drivers noop,example]
+[--apiservers embedded,real] [--output json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import shutil
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import grpc
+from common import Figure, Percentiles, load, realk8s, spread, write_json
+from rich.console import Console
+from rich.table import Table
+
+from kubelet_dra.api import dra_v1_pb2
+from kubelet_dra.api.services import DRA_V1
+from kubelet_dra.controlplane.allocator import allocate
+from kubelet_dra.controlplane.sharing import Usage
+from kubelet_dra.kube.client import KubeClient
+from kubelet_dra.manager import Checkpoint, DRAManager
+from kubelet_dra.node import NodeOptions
+from kubelet_dra.testbed import REFERENCE_DRIVER, DriverSpec, Testbed, TestbedOptions, manifests, objects
+
+NODE = "bench-node"
+CLAIMS = (1, 4)
+CONCURRENCY = (1, 16)
+DEVICES = max(CLAIMS) * max(CONCURRENCY)
+TARGET_RATIO = 1.2
+TARGET_REAL_CYCLE = 0.006
+REAL_KUBELET_CYCLE = "5.9 – 6.1 ms"
+CALL_TIMEOUT = 45.0
+NO_RECONCILE = 1e9
+"""The benchmark's pods exist only in memory: the node must never reconcile them away."""
+
+
+@attrs.frozen
+class Driver:
+    label: str
+    name: str
+    command: str
+    extra: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class Samples:
+    prepare: list[float]
+    unprepare: list[float]
+    wall: float
+
+    @property
+    def cycles(self) -> list[float]:
+        return [a + b for a, b in zip(self.prepare, self.unprepare, strict=True)]
+
+
+@attrs.frozen
+class Result:
+    apiserver: str
+    driver: str
+    claims: int
+    concurrency: int
+    prepare: Percentiles
+    unprepare: Percentiles
+    cycle: Percentiles
+    bare_cycle: Percentiles
+    pods_per_second: float
+    bare_pods_per_second: float
+    run_cycle_p50: list[float]
+    run_ratio: list[float]
+
+    @property
+    def ratio(self) -> float:
+        return self.cycle.p50 / self.bare_cycle.p50
+
+
+def drivers(names: Sequence[str], interop: Any) -> list[Driver]:
+    known = {
+        "noop": lambda: Driver(
+            "reference --no-op", "gpu.example.com", REFERENCE_DRIVER, ("--no-op", "--devices", str(DEVICES))
+        )
+    }
+    if interop is not None:
+        bin_dir = Path(interop.INTEROP_DIR / "unpack")
+        command = interop.example_driver_cmd(_unpacked(bin_dir), "gpu", f"--num-devices {DEVICES}")
+        known["example"] = lambda: Driver("dra-example-kubeletplugin", "gpu.example.com", command)
+    chosen = []
+    for name in names:
+        if name in known:
+            chosen.append(known[name]())
+        elif "=" in name:  # NAME=COMMAND TEMPLATE: any other driver
+            driver_name, _, command = name.partition("=")
+            chosen.append(Driver(driver_name, driver_name, command))
+        else:
+            raise SystemExit(f"benchmark: unknown driver {name!r} (noop, example with the interop programs, NAME=CMD)")
+    return chosen
+
+
+def _unpacked(unpack: Path) -> Path:
+    return Path(subprocess.run([str(unpack)], capture_output=True, text=True, check=True).stdout.strip())
+
+
+@contextlib.asynccontextmanager
+async def apiserver(which: str, interop: Any) -> AsyncIterator[str | None]:
+    """The kubeconfig of the API server to use (``None``: the testbed's embedded one)."""
+    if which == "embedded":
+        yield None
+    elif which == "real":
+        if interop is None:
+            raise SystemExit("benchmark: the real kube-apiserver needs the interop programs (../shared/interop)")
+        directory = Path(tempfile.mkdtemp(prefix="kd-cp-", dir="/tmp"))
+        try:
+            plane = await asyncio.to_thread(interop.start_control_plane, directory)
+            yield str(plane.kubeconfig)
+        finally:
+            await asyncio.to_thread(interop.stop_control_plane, directory)
+            shutil.rmtree(directory, ignore_errors=True)
+    else:
+        yield which
+
+
+class Stage:
+    """One node with one registered driver, and the allocated claims of the benchmark's pods."""
+
+    def __init__(self, bed: Testbed, driver: Driver) -> None:
+        self.bed = bed
+        self.driver = driver
+
+    async def slices(self, devices: int) -> list[dict[str, Any]]:
+        selector = f"spec.nodeName={NODE},spec.driver={self.driver.name}"
+
+        async def published() -> list[dict[str, Any]] | None:
+            found = await objects.list_objects(self.bed.kube, "ResourceSlice", field_selector=selector)
+            return found if sum(len(s["spec"].get("devices") or []) for s in found) >= devices else None
+
+        return await self.bed.until(published, timeout=60, what=f"{devices} devices of {self.driver.name} published")
+
+    async def pods(self, count: int, claims: int) -> list[dict[str, Any]]:
+        """``count`` pods with ``claims`` claims each, every claim allocated a device of its own and reserved."""
+        kube = self.bed.kube
+        device_class = await objects.apply(kube, manifests.device_class(self.driver.name))
+        slices = await self.slices(count * claims)
+        usage = Usage()
+        pods = []
+        for index in range(count):
+            uid, name = str(uuid.uuid4()), f"bench-{index}-{uuid.uuid4().hex[:6]}"
+            names = {}
+            for number in range(claims):
+                claim = await objects.apply(kube, manifests.claim(f"{name}-{number}", self.driver.name))
+                classes = {self.driver.name: device_class}
+                allocation = allocate(claim, node=NODE, slices=slices, classes=classes, in_use=usage)
+                status = {
+                    "allocation": allocation.to_status(),
+                    "reservedFor": [{"resource": "pods", "name": name, "uid": uid}],
+                }
+                usage.add({"status": status})
+                await objects.write_status(kube, claim, status)
+                names[f"claim-{number}"] = claim["metadata"]["name"]
+            pod = manifests.pod(name, NODE, claims=names)
+            pod["metadata"]["uid"] = uid
+            pods.append(pod)
+        return pods
+
+    async def forget(self, pods: Sequence[dict[str, Any]]) -> None:
+        for pod in pods:
+            for entry in pod["spec"]["resourceClaims"]:
+                name = entry["resourceClaimName"]
+                await objects.delete(self.bed.kube, "ResourceClaim", name, objects.DEFAULT_NAMESPACE)
+
+
+Step = Callable[[dict[str, Any]], Awaitable[object]]
+
+
+async def cycles(pods: Sequence[dict[str, Any]], rounds: int, prepare: Step, unprepare: Step) -> Samples:
+    """Every pod prepared and unprepared ``rounds`` times, all pods at once."""
+    prepared: list[float] = []
+    unprepared: list[float] = []
+
+    async def worker(pod: dict[str, Any]) -> None:
+        for _ in range(rounds):
+            started = time.perf_counter()
+            await prepare(pod)
+            middle = time.perf_counter()
+            await unprepare(pod)
+            prepared.append(middle - started)
+            unprepared.append(time.perf_counter() - middle)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker(pod) for pod in pods))
+    return Samples(prepared, unprepared, time.perf_counter() - started)
+
+
+class BareClient:
+    """The driver's DRA v1 service straight from ``grpc.aio``: what the calls alone cost."""
+
+    def __init__(self, endpoint: str) -> None:
+        self._channel = grpc.aio.insecure_channel(f"unix:{endpoint}")
+        self._stub = DRA_V1.stub(self._channel)
+        self.batches: dict[str, list[dra_v1_pb2.Claim]] = {}
+        """Pod UID → the claims the manager sends for it (one driver: all of them)."""
+
+    async def learn(self, kube: KubeClient, pod: dict[str, Any]) -> None:
+        """Read the pod's claims once, outside the timed calls."""
+        refs = []
+        for entry in pod["spec"]["resourceClaims"]:
+            claim = await objects.get(kube, "ResourceClaim", entry["resourceClaimName"], objects.DEFAULT_NAMESPACE)
+            assert claim is not None
+            meta = claim["metadata"]
+            refs.append(dra_v1_pb2.Claim(namespace=meta["namespace"], uid=meta["uid"], name=meta["name"]))
+        self.batches[pod["metadata"]["uid"]] = refs
+
+    async def prepare(self, pod: dict[str, Any]) -> None:
+        request = dra_v1_pb2.NodePrepareResourcesRequest(claims=self.batches[pod["metadata"]["uid"]])
+        await self._stub.NodePrepareResources(request, timeout=CALL_TIMEOUT)
+
+    async def unprepare(self, pod: dict[str, Any]) -> None:
+        request = dra_v1_pb2.NodeUnprepareResourcesRequest(claims=self.batches[pod["metadata"]["uid"]])
+        await self._stub.NodeUnprepareResources(request, timeout=CALL_TIMEOUT)
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+
+async def one_driver(which: str, kubeconfig: str | None, driver: Driver, rounds: int, runs: int) -> list[Result]:
+    options = TestbedOptions(
+        node_name=NODE, kubeconfig=kubeconfig, control_plane=False, node=NodeOptions(reconcile_period=NO_RECONCILE)
+    )
+    results = []
+    async with Testbed(options) as bed:
+        await bed.add_driver(DriverSpec(driver.name, driver.command, driver.extra, label="bench"), wait=60)
+        stage = Stage(bed, driver)
+        manager = DRAManager(bed.node, Checkpoint(bed.workdir / "bench-state"))
+        bare = BareClient(bed.node.plugins.get_plugin(driver.name).endpoint)
+        try:
+            for claims in CLAIMS:
+                for concurrency in CONCURRENCY:
+                    pods = await stage.pods(concurrency, claims)
+                    for pod in pods:
+                        await bare.learn(bed.kube, pod)
+                    per_pod = rounds if concurrency == 1 else max(rounds // 4, 3)
+                    bare_runs, manager_runs = [], []
+                    for _ in range(runs):
+                        bare_runs.append(await cycles(pods, per_pod, bare.prepare, bare.unprepare))
+                        manager_runs.append(
+                            await cycles(pods, per_pod, manager.prepare_resources, manager.unprepare_resources)
+                        )
+                    results.append(summarize(which, driver, claims, concurrency, bare_runs, manager_runs))
+                    await stage.forget(pods)
+        finally:
+            await bare.close()
+    return results
+
+
+def summarize(
+    which: str, driver: Driver, claims: int, concurrency: int, bare: list[Samples], manager: list[Samples]
+) -> Result:
+    def pooled(runs: list[Samples], part: Callable[[Samples], list[float]]) -> Percentiles:
+        return Percentiles.of([value for run in runs for value in part(run)])
+
+    def rate(runs: list[Samples]) -> float:
+        return sum(len(run.prepare) for run in runs) / sum(run.wall for run in runs)
+
+    manager_p50 = [Percentiles.of(run.cycles).p50 for run in manager]
+    bare_p50 = [Percentiles.of(run.cycles).p50 for run in bare]
+    return Result(
+        apiserver=which,
+        driver=driver.label,
+        claims=claims,
+        concurrency=concurrency,
+        prepare=pooled(manager, lambda run: run.prepare),
+        unprepare=pooled(manager, lambda run: run.unprepare),
+        cycle=pooled(manager, lambda run: run.cycles),
+        bare_cycle=pooled(bare, lambda run: run.cycles),
+        pods_per_second=rate(manager),
+        bare_pods_per_second=rate(bare),
+        run_cycle_p50=manager_p50,
+        run_ratio=[m / b for m, b in zip(manager_p50, bare_p50, strict=True)],
+    )
+
+
+def report(results: list[Result]) -> Table:
+    table = Table(title="DRAManager prepare/unprepare per pod (ms: p50 / p95 / p99), checkpoint on")
+    for column in ("API server", "driver", "claims", "pods at once", "prepare", "unprepare", "cycle", "bare cycle"):
+        table.add_column(column, justify="right")
+    table.add_column("overhead", justify="right")
+    table.add_column("pods/s (bare)", justify="right")
+    for r in results:
+        table.add_row(
+            r.apiserver,
+            r.driver,
+            str(r.claims),
+            str(r.concurrency),
+            r.prepare.ms(),
+            r.unprepare.ms(),
+            r.cycle.ms(),
+            r.bare_cycle.ms(),
+            f"{r.ratio:.2f}×",
+            f"{r.pods_per_second:.0f} ({r.bare_pods_per_second:.0f})",
+        )
+    table.caption = (
+        f"overhead: cycle p50 / bare client's; target ≤ {TARGET_RATIO}×. Real kubelet 1.36, Go example driver,"
+        f" real kube-apiserver, 1 claim: {REAL_KUBELET_CYCLE}; target ≤ {TARGET_REAL_CYCLE * 1e3:g} ms"
+    )
+    return table
+
+
+def figures(results: list[Result]) -> list[Figure]:
+    found = []
+    for r in results:
+        where = f"{r.driver}, {r.apiserver} API server, {r.claims} claim(s), {r.concurrency} at once"
+        if r.concurrency == 1 and r.claims == 1:
+            found.append(
+                Figure(
+                    "manager",
+                    f"overhead vs bare gRPC, {where}",
+                    f"{r.ratio:.2f}×",
+                    f"≤ {TARGET_RATIO}×",
+                    r.ratio <= TARGET_RATIO,
+                    f"{min(r.run_ratio):.2f} – {max(r.run_ratio):.2f}×",
+                )
+            )
+            real = r.apiserver == "real" and r.driver == "dra-example-kubeletplugin"
+            found.append(
+                Figure(
+                    "manager",
+                    f"cycle p50, {where}",
+                    f"{r.cycle.p50 * 1e3:.2f} ms",
+                    f"≤ {TARGET_REAL_CYCLE * 1e3:g} ms (real kubelet {REAL_KUBELET_CYCLE})" if real else "",
+                    r.cycle.p50 <= TARGET_REAL_CYCLE if real else None,
+                    spread(r.run_cycle_p50),
+                )
+            )
+        if r.concurrency == max(CONCURRENCY):
+            found.append(Figure("manager", f"throughput, {where}", f"{r.pods_per_second:.0f} pods/s"))
+    return found
+
+
+async def main(arguments: argparse.Namespace) -> list[Result]:
+    interop = realk8s()
+    results = []
+    for which in arguments.apiservers.split(","):
+        async with apiserver(which, interop) as kubeconfig:
+            for driver in drivers(arguments.drivers.split(","), interop):
+                results += await one_driver(which, kubeconfig, driver, arguments.cycles, arguments.runs)
+    return results
+
+
+def default_list(real: str, fallback: str) -> str:
+    return real if realk8s() is not None else fallback
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cycles", type=int, default=50, help="cycles per pod, 1 pod at once (default: %(default)s)")
+    parser.add_argument("--runs", type=int, default=3, help="alternating bare/manager runs (default: %(default)s)")
+    parser.add_argument(
+        "--drivers",
+        default=default_list("noop,example", "noop"),
+        help="noop, example (the interop programs' Go driver) or NAME=COMMAND-TEMPLATE (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--apiservers",
+        default=default_list("embedded,real", "embedded"),
+        help="embedded, real (interop kube-apiserver) or a kubeconfig path (default: %(default)s)",
+    )
+    parser.add_argument("--output", choices=("text", "json"), default="text")
+    args = parser.parse_args()
+    started_load = load()
+    found = asyncio.run(main(args))
+    if args.output == "json":
+        write_json({"loadAtStart": started_load, "results": [attrs.asdict(r) for r in found]}, figures(found))
+    else:
+        console = Console(width=160)
+        console.print(report(found))
+        console.print(f"load at start {started_load}, at end {load()}")
