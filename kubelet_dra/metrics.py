@@ -1,4 +1,4 @@
-"""The kubelet's three DRA metrics (SPEC.md §5.10) for one node, and the HTTP endpoint that serves them.
+"""The kubelet's DRA metrics (SPEC.md §5.10, SPEC-1.37.md §2.2) for one node, and the endpoint that serves them.
 
 Each node has its own registry, so several nodes in one process keep their numbers apart. The
 names, labels and buckets are the kubelet's, so dashboards and alerts written for a real node
@@ -7,6 +7,8 @@ work against a simulated one::
     dra_operations_duration_seconds{operation_name, is_error}
     dra_grpc_operations_duration_seconds{driver_name, method_name, grpc_status_code}
     dra_resource_claims_in_use{driver_name}   ("<any>": all claims)
+    dra_node_prepare_skips_total{driver_name}    (1.37: calls skipped as optional node operations)
+    dra_node_unprepare_skips_total{driver_name}
 """
 
 from __future__ import annotations
@@ -82,6 +84,16 @@ class DRAMetrics:
             buckets=BUCKETS,
             registry=self.registry,
         )
+        self._skips = {
+            operation: prometheus_client.Counter(
+                f"dra_node_{short}_skips",
+                f"[ALPHA] Node{operation} calls the kubelet did not make, per driver_name, because every device"
+                " of the driver in the claims skips that operation (DRAOptionalNodeOperations).",
+                ["driver_name"],
+                registry=self.registry,
+            )
+            for operation, short in ((PREPARE, "prepare"), (UNPREPARE, "unprepare"))
+        }
         self._claims_in_use = _ClaimsInUse()
         self.registry.register(self._claims_in_use)
 
@@ -92,6 +104,10 @@ class DRAMetrics:
         self._grpc_operations.labels(
             driver_name=driver, method_name=method, grpc_status_code=go_code_name(code)
         ).observe(seconds)
+
+    def count_skip(self, operation: str, driver: str) -> None:
+        """One ``NodePrepareResources`` (``PREPARE``) or ``NodeUnprepareResources`` call skipped for ``driver``."""
+        self._skips[operation].labels(driver_name=driver).inc()
 
     def count_claims_with(self, source: Callable[[], Mapping[str, int]]) -> None:
         """Where ``dra_resource_claims_in_use`` comes from: driver name → prepared claims, with ``<any>``."""

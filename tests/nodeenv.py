@@ -160,9 +160,12 @@ class NodeEnv:
         owner: dict[str, Any] | None = None,
         allocate: bool = True,
         name: str | None = None,
+        skips: Sequence[Sequence[str] | None] = (),
     ) -> dict[str, Any]:
         """A ResourceClaim allocated with ``devices`` (request, driver, device) in this node's pool, reserved
-        for the pods given (the store drops status on create, so status is written with a status update)."""
+        for the pods given (the store drops status on create, so status is written with a status update).
+
+        ``skips``: each device's ``skipNodeOperations`` (None: none), as the scheduler copies them from its slice."""
         devices = devices if devices is not None else [("gpu", GPU, "device-0")]
         requests = sorted({request for request, _, _ in devices}) or ["gpu"]
         metadata: dict[str, Any] = {"name": name or unique("claim")}
@@ -177,10 +180,13 @@ class NodeEnv:
         claim = await self.kube.request("POST", path, body=body)
         if not allocate:
             return claim
-        results = [
+        results: list[dict[str, Any]] = [
             {"request": request, "driver": driver, "pool": self.node_name, "device": device}
             for request, driver, device in devices
         ]
+        for result, skip in zip(results, skips, strict=False):
+            if skip is not None:
+                result["skipNodeOperations"] = list(skip)
         claim["status"] = {
             "allocation": {"devices": {"results": results}},
             "reservedFor": [

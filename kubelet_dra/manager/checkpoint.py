@@ -1,5 +1,8 @@
 """The claim-info checkpoint ``<root>/dra_manager_state``, byte for byte as a 1.36 kubelet writes it (SPEC.md §5.9).
 
+1.37 adds one key per driver entry, ``SkipNodeOperations`` (SPEC-1.37.md §2.2): written only for a driver
+that skips an operation, read whether absent, ``null`` or a list.
+
 Byte-exactness matters: a real kubelet started on the same root dir must load what we wrote, and our files must
 be comparable with the kubelet's own (same checksum, same key order, same escaping). Decoding is as tolerant as
 Go's ``encoding/json`` (unknown or missing fields, field names in any letter case, ``null`` for any value) and
@@ -55,6 +58,8 @@ class ClaimInfoState:
     namespace: str
     pod_uids: frozenset[str]
     driver_state: Mapping[str, tuple[DeviceState, ...]]
+    skip_node_operations: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    """Driver → the node operations skipped for it (1.37, SPEC-1.37.md §2.2); drivers skipping none are absent."""
 
 
 class CheckpointCorrupted(StateError):
@@ -99,10 +104,18 @@ def _claim_to_go(claim: ClaimInfoState) -> dict[str, Any]:
         "Namespace": claim.namespace,
         "PodUIDs": {uid: {} for uid in sorted(claim.pod_uids)},
         "DriverState": {
-            driver: {"Devices": [_device_to_go(d) for d in devices] if devices else None}
+            driver: _driver_to_go(devices, claim.skip_node_operations.get(driver, ()))
             for driver, devices in sorted(claim.driver_state.items())
         },
     }
+
+
+def _driver_to_go(devices: tuple[DeviceState, ...], skipped: tuple[str, ...]) -> dict[str, Any]:
+    """A driver's entry; ``SkipNodeOperations`` only when it skips something, so entries without stay 1.36 bytes."""
+    state: dict[str, Any] = {"Devices": [_device_to_go(d) for d in devices] if devices else None}
+    if skipped:
+        state["SkipNodeOperations"] = list(skipped)
+    return state
 
 
 def encode(claims: Sequence[ClaimInfoState]) -> bytes:
@@ -204,6 +217,7 @@ def _claim(reader: _Reader, obj: dict[str, Any], path: str) -> ClaimInfoState:
         reader.typed(empty, f"{path}.PodUIDs[{uid!r}]", dict, {})
     drivers = reader.typed(reader.field(obj, "DriverState"), f"{path}.DriverState", dict, {})
     driver_state: dict[str, tuple[DeviceState, ...]] = {}
+    skip_node_operations: dict[str, tuple[str, ...]] = {}
     for driver, state in drivers.items():
         state_path = f"{path}.DriverState[{driver!r}]"
         state = reader.typed(state, state_path, dict, {})
@@ -211,12 +225,15 @@ def _claim(reader: _Reader, obj: dict[str, Any], path: str) -> ClaimInfoState:
             reader.field(state, "Devices"), f"{state_path}.Devices", lambda o, p: _device(reader, o, p)
         )
         driver_state[driver] = tuple(devices)
+        if skipped := reader.strings(state, "SkipNodeOperations", state_path):  # absent, null or a list
+            skip_node_operations[driver] = skipped
     return ClaimInfoState(
         claim_uid=reader.string(obj, "ClaimUID", path),
         claim_name=reader.string(obj, "ClaimName", path),
         namespace=reader.string(obj, "Namespace", path),
         pod_uids=frozenset(pods),
         driver_state=driver_state,
+        skip_node_operations=skip_node_operations,
     )
 
 

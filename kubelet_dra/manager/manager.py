@@ -1,9 +1,10 @@
 """``DRAManager``: the kubelet's DRA manager for one node — prepare and unprepare per pod, CDI IDs per container.
 
-It follows the v1.36 kubelet step by step (SPEC.md §5.3–§5.8): a pod's claims are all validated
+It follows the kubelet step by step (SPEC.md §5.3–§5.8): a pod's claims are all validated
 before the claim info cache changes; the checkpoint is written before any driver call; each driver
 instance gets ONE call per pod with every claim it has to handle; any failure of any claim fails
-the whole pod, with the kubelet's error texts. The manager reaches drivers and the API server only
+the whole pod, with the kubelet's error texts. Where 1.37 differs (SPEC-1.37.md §2.2–§2.5) the
+node's ``KubeletRelease`` says which way to go. The manager reaches drivers and the API server only
 through the node it is given, so it runs the same against the bundled driver and a real one. Each
 ``PrepareResources``/``UnprepareResources`` is timed, and the prepared claims counted, in the node's metrics.
 """
@@ -36,6 +37,7 @@ from kubelet_dra.manager.claims import (
     pod_key,
     spec_claims,
 )
+from kubelet_dra.manager.skips import PREPARE_OPERATION, UNPREPARE_OPERATION, OptionalOperations
 from kubelet_dra.metrics import PREPARE, UNPREPARE, DRAMetrics
 from kubelet_dra.release import DEFAULT_RELEASE, KubeletRelease
 
@@ -123,10 +125,11 @@ class DRAManager:
         self.reconcile_period = reconcile_period
         self.release = release
         self.optional_node_operations = optional_node_operations
+        self._optional = _optional_operations(release, optional_node_operations)
         self._sleep = sleep or asyncio.sleep
         self._log = get_logger("dra-manager", node=node.name)
         try:
-            self.cache = ClaimInfoCache(checkpoint)
+            self.cache = ClaimInfoCache(checkpoint, read_skips=release.optional_node_operations)
         except StateError as err:  # keeps its class: a corrupt file is not the same failure as an unreadable one
             raise type(err)(
                 "create ResourceClaim cache: GetOrCreate() on checkpoint state: failed to get checkpoint"
@@ -153,10 +156,12 @@ class DRAManager:
         """Release the pod's claims; a claim still used by another pod only forgets this pod."""
         log = self._log.with_values(pod=pod_key(pod))
         meta = pod.get("metadata") or {}
+        pod_uid = str(meta.get("uid", ""))
         try:
             with self._timed(UNPREPARE):
-                names = [claim.claim_name for claim in pod_claims(pod)]
-                await self._unprepare(str(meta.get("uid", "")), str(meta.get("namespace", "")), names, log)
+                names = self.cache.claim_names_for_pod(pod_uid) if self.release.unprepare_names_from_cache else []
+                names = names or [claim.claim_name for claim in pod_claims(pod)]
+                await self._unprepare(pod_uid, str(meta.get("namespace", "")), names, log)
         except ClaimError as err:
             log.error("Failed to unprepare dynamic resources", err)
             raise UnprepareError(f"unprepare dynamic resources: {err}") from err
@@ -239,6 +244,7 @@ class DRAManager:
         # writes after each claim, with nothing in between that a driver or the API server could see).
         batches: dict[DriverInstance, list[dra_v1_pb2.Claim]] = {}
         sent: list[ClaimInfo] = []
+        skipped: set[str] = set()
         for info, instances in validated:
             entry = self.cache.get(info.namespace, info.claim_name)
             if entry is None:
@@ -249,6 +255,11 @@ class DRAManager:
                     f"old ResourceClaim with same name {info.claim_name} and different UID {entry.claim_uid}"
                     " still exists (previous pod force-deleted?!)"
                 )
+            elif entry.unpreparing and self.release.prepare_refuses_unpreparing:
+                raise ClaimError(
+                    f"ResourceClaim {info.claim_name} is being unprepared for its previous pod;"
+                    " it is prepared again once that has finished"
+                )
             entry.pod_uids.add(pod_uid)
             if entry.prepared:
                 log.v(5).info("Resources already prepared", claim=entry.key)
@@ -257,16 +268,19 @@ class DRAManager:
             request_claim = _request_claim(entry)
             for instance in instances:
                 batches.setdefault(instance, []).append(request_claim)
+            skipped.update(driver for driver in info.driver_state if info.skips(driver, PREPARE_OPERATION))
         if validated:
             await self._sync("checkpoint ResourceClaim cache")
+        self._count_skips(PREPARE, skipped, log)
 
         # Phase C: one call per driver instance; the first problem aborts the pod.
         for instance, claims in batches.items():
             request = dra_v1_pb2.NodePrepareResourcesRequest(claims=claims)
             response = await _call("NodePrepareResources", instance.client.node_prepare_resources(request))
             for claim, result in claim_results("NodePrepareResources", claims, response.claims):
+                # The answer replaces what the driver said before for the claim (SPEC-1.37.md §2.6, also 1.36.x).
                 entry = self._cached(claim.namespace, claim.name)
-                entry.driver_state.setdefault(instance.driver_name, []).extend(map(device_state, result.devices))
+                entry.driver_state[instance.driver_name] = list(map(device_state, result.devices))
 
         # Phase D
         for entry in sent:
@@ -288,37 +302,51 @@ class DRAManager:
         if pod_claim.check_owner:
             check_owner(pod, claim)
         check_reserved(pod, claim)
-        info = ClaimInfo.from_claim(claim)
-        return info, [self._plugin(driver) for driver in info.driver_state]
+        info = ClaimInfo.from_claim(claim, self._optional)
+        # A driver whose preparation is skipped need not even be registered.
+        return info, [self._plugin(driver) for driver in info.driver_state if not info.skips(driver, PREPARE_OPERATION)]
 
     # --- unprepare (SPEC.md §5.5) ---
 
     async def _unprepare(self, pod_uid: str, namespace: str, claim_names: Sequence[str], log: Logger) -> None:
         batches: dict[str, list[dra_v1_pb2.Claim]] = {}
-        done: list[str] = []
+        done: list[ClaimInfo] = []
+        skipped: set[str] = set()
         for name in claim_names:
             entry = self.cache.get(namespace, name)
             if entry is None:
                 continue
+            if pod_uid not in entry.pod_uids and self.release.unprepare_needs_pod_reference:
+                log.v(5).info("Claim not used by the pod, not unpreparing it", claim=entry.key)
+                continue
             if len(entry.pod_uids) > 1:
                 entry.pod_uids.discard(pod_uid)  # written with the next checkpoint, like the kubelet
                 continue
-            done.append(entry.claim_name)
+            entry.unpreparing = True
+            done.append(entry)
             request_claim = _request_claim(entry)
             for driver in entry.driver_state:
-                batches.setdefault(driver, []).append(request_claim)
+                if entry.skips(driver, UNPREPARE_OPERATION):
+                    skipped.add(driver)
+                else:
+                    batches.setdefault(driver, []).append(request_claim)
+        self._count_skips(UNPREPARE, skipped, log)
 
-        for driver, claims in batches.items():
-            instance = self._plugin(driver)
-            request = dra_v1_pb2.NodeUnprepareResourcesRequest(claims=claims)
-            response = await _call("NodeUnprepareResources", instance.client.node_unprepare_resources(request))
-            list(claim_results("NodeUnprepareResources", claims, response.claims))
+        try:
+            for driver, claims in batches.items():
+                instance = self._plugin(driver)
+                request = dra_v1_pb2.NodeUnprepareResourcesRequest(claims=claims)
+                response = await _call("NodeUnprepareResources", instance.client.node_unprepare_resources(request))
+                list(claim_results("NodeUnprepareResources", claims, response.claims))
+        finally:
+            for entry in done:
+                entry.unpreparing = False  # deleted below on success; usable again after a failure
 
-        for name in done:
-            self.cache.delete(namespace, name)
+        for entry in done:
+            self.cache.delete(namespace, entry.claim_name)
         await self._sync("checkpoint ResourceClaim state")
         if done:
-            log.info("Unprepared dynamic resources", claims=[f"{namespace}/{name}" for name in done])
+            log.info("Unprepared dynamic resources", claims=[entry.key for entry in done])
 
     # --- internals ---
 
@@ -331,6 +359,12 @@ class DRAManager:
             error = False
         finally:
             self._metrics.observe_operation(operation, error, time.monotonic() - started)
+
+    def _count_skips(self, operation: str, drivers: Collection[str], log: Logger) -> None:
+        """One skipped call per driver that would otherwise have had one (SPEC-1.37.md §2.2)."""
+        for driver in sorted(drivers):
+            log.v(3).info("Skipping optional node operation", driver=driver, operation=f"Node{operation}")
+            self._metrics.count_skip(operation, driver)
 
     def _plugin(self, driver: str) -> DriverInstance:
         try:
@@ -351,6 +385,12 @@ class DRAManager:
             await self.cache.sync_to_checkpoint()
         except KubeletDRAError as err:
             raise ClaimError(f"{what}: {err}") from err
+
+
+def _optional_operations(release: KubeletRelease, gate: bool) -> OptionalOperations:
+    if not release.optional_node_operations:
+        return OptionalOperations.UNKNOWN
+    return OptionalOperations.ENABLED if gate else OptionalOperations.DISABLED
 
 
 def _request_claim(info: ClaimInfo) -> dra_v1_pb2.Claim:

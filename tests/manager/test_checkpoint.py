@@ -73,6 +73,34 @@ def test_encoding_built_state_gives_the_kubelets_bytes():
     assert encode([]) == fixture("empty")
 
 
+def test_a_skip_set_is_one_more_key_of_its_driver_only():
+    """1.37's SkipNodeOperations (SPEC-1.37.md §2.2): added where a driver skips, other bytes as the kubelet's."""
+    skipping = attrs.evolve(
+        ONE_CLAIM,
+        driver_state={**ONE_CLAIM.driver_state, "net.example.com": ()},
+        skip_node_operations={"net.example.com": ("NodePrepareResources", "NodeUnprepareResources")},
+    )
+    drivers = data_of(encode([skipping]))["ClaimInfoStateList"][0]["DriverState"]
+    assert drivers["net.example.com"] == {
+        "Devices": None,
+        "SkipNodeOperations": ["NodePrepareResources", "NodeUnprepareResources"],
+    }
+    assert "SkipNodeOperations" not in drivers["gpu.example.com"]
+    assert decode(encode([skipping]), where="f") == [skipping]
+    assert encode([attrs.evolve(skipping, skip_node_operations={})]).count(b"SkipNodeOperations") == 0
+
+
+@pytest.mark.parametrize(
+    ("stored", "read"),
+    [({}, {}), ({"SkipNodeOperations": None}, {}), ({"SkipNodeOperations": ["*"]}, {"d": ("*",)})],
+    ids=["absent", "null", "list"],
+)
+def test_a_skip_set_is_read_absent_null_or_a_list(stored, read):
+    data = json.dumps({"ClaimInfoStateList": [{"ClaimName": "c", "DriverState": {"d": {"Devices": None, **stored}}}]})
+    [claim] = decode(with_checksum(data), where="f")
+    assert claim.skip_node_operations == read
+
+
 def test_checksum_is_crc32_of_the_data_string():
     outer = json.loads(encode([ONE_CLAIM]))
     assert outer["Checksum"] == zlib.crc32(outer["Data"].encode("utf-8"))

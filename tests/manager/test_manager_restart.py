@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from nodeenv import GPU, NodeEnv
 
 from kubelet_dra.node import Node
+from kubelet_dra.release import V1_36, V1_37, KubeletRelease
 
 PREPARE = "NodePrepareResources"
 UNPREPARE = "NodeUnprepareResources"
@@ -52,15 +54,20 @@ async def test_a_new_manager_unprepares_what_the_old_one_prepared(env: NodeEnv) 
         assert claim_specs(env, claim) == []
 
 
-async def test_a_restarted_manager_prepares_again_and_appends_the_devices(env: NodeEnv) -> None:
-    async with env.node() as node:
+@pytest.mark.parametrize("release", [V1_36, V1_37], ids=["1.36", "1.37"])
+async def test_a_restarted_manager_prepares_again_and_replaces_the_devices(
+    env: NodeEnv, release: KubeletRelease
+) -> None:
+    """The driver's new answer replaces its devices for the claim in 1.36.x (backport) and 1.37 alike."""
+    async with env.node(release=release) as node:
         await env.start_driver(node)
         pod, claim = await prepared_pod(env, node)
+        before = env.manager(node).get_resources(pod, "main")
 
-        restarted = env.manager(node)
+        restarted = env.manager(node, release=release)
         await restarted.prepare_resources(pod)
         assert len(env.calls(node, PREPARE)) == 2
         [state] = env.checkpoint.load()
-        assert [device.device_name for device in state.driver_state[GPU]] == ["device-0", "device-0"]
+        assert [device.device_name for device in state.driver_state[GPU]] == ["device-0"]
         ids = restarted.get_resources(pod, "main")
-        assert len(ids) == 4 and ids[:2] == ids[2:] and uid(claim) in ids[1]
+        assert ids == before and len(ids) == 2 and uid(claim) in ids[1]
