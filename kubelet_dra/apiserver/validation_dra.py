@@ -46,6 +46,7 @@ OPAQUE_PARAMETERS_MAX = 10 * 1024
 ALLOCATION_MODES = ("All", "ExactCount")
 CONFIG_SOURCES = ("FromClass", "FromClaim")
 TOLERATION_OPERATORS = ("Exists", "Equal")
+SKIP_NODE_OPERATIONS = ("NodePrepareResources", "NodeUnprepareResources", "*")
 REQUEST_REF_DETAIL = (
     "must be the name of a request in the claim or the name of a request and a subrequest separated by '/'"
 )
@@ -212,6 +213,29 @@ def _check_device_node_selection(device: Obj, field: str, per_device: bool, erro
         errors.invalid(field, "{" + ", ".join(chosen) + "}", detail)
 
 
+def _check_skip_node_operations(owner: Any, field: str, errors: FieldErrors) -> None:
+    """``skipNodeOperations`` (1.37, DRAOptionalNodeOperations): a set of known operations, and preparation
+    skipped only together with unpreparation, or a pod could be left terminating for a driver nobody runs."""
+    values = list_at(owner, "skipNodeOperations")
+
+    def check_value(value: Any, item_field: str) -> None:
+        if value not in SKIP_NODE_OPERATIONS:
+            errors.not_supported(item_field, value, SKIP_NODE_OPERATIONS)
+
+    check_set(values, field, None, check_value, errors, key=str)
+    prepare, unprepare, everything = SKIP_NODE_OPERATIONS
+    if prepare in values and unprepare not in values and everything not in values:
+        detail = f'"{prepare}" may only be skipped together with "{unprepare}" (or "{everything}")'
+        errors.invalid(field, values, detail)
+
+
+def _check_node_allocatable_resources(device: Obj, field: str, errors: FieldErrors) -> None:
+    """``nodeAllocatableResources`` (1.37 alpha): each resource says how it maps, or what overhead it adds."""
+    for name, resource in dict_at(device, "nodeAllocatableResources").items():
+        if not isinstance(resource, dict) or (resource.get("mapping") is None and resource.get("overhead") is None):
+            errors.required(f"{field}.nodeAllocatableResources[{name}]", "one of `mapping` or `overhead` is required")
+
+
 def _check_device(device: Any, field: str, per_device: bool, errors: FieldErrors) -> None:
     device = device if isinstance(device, dict) else {}
     _check_dns_label(device.get("name"), f"{field}.name", errors)
@@ -227,6 +251,7 @@ def _check_device(device: Any, field: str, per_device: bool, errors: FieldErrors
         _check_qualified_name(name, f"{field}.capacity[{name}]", errors)
         if not isinstance(value, dict) or value.get("value") is None:
             errors.required(f"{field}.capacity[{name}].value")
+    _check_node_allocatable_resources(device, field, errors)
     _check_device_node_selection(device, field, per_device, errors)
 
 
@@ -273,6 +298,7 @@ def _validate_resource_slice(obj: Obj, old: Obj | None, errors: FieldErrors) -> 
         errors.immutable("spec.driver", spec.get("driver"), old_spec.get("driver"))
         errors.immutable("spec.nodeName", spec.get("nodeName"), old_spec.get("nodeName"))
     _check_slice_node_selection(spec, errors)
+    _check_skip_node_operations(spec, "spec.skipNodeOperations", errors)
     if list_at(spec, "sharedCounters") and list_at(spec, "devices"):
         errors.invalid("spec", "", "only one of `sharedCounters` or `devices` is allowed")
     devices = list_at(spec, "devices")
@@ -455,6 +481,7 @@ def _check_allocation_result(result: Any, field: str, names: RequestNames, error
     check_driver_name(str_at(result, "driver"), f"{field}.driver", errors)
     _check_pool_name(str_at(result, "pool"), f"{field}.pool", errors)
     _check_dns_label(str_at(result, "device"), f"{field}.device", errors)
+    _check_skip_node_operations(result, f"{field}.skipNodeOperations", errors)
 
 
 def _check_allocation_config(config: Any, field: str, names: RequestNames, errors: FieldErrors) -> None:

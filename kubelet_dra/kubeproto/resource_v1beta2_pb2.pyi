@@ -100,7 +100,7 @@ class CounterSet(_message.Message):
     def __init__(self, name: _Optional[str] = ..., counters: _Optional[_Mapping[str, Counter]] = ...) -> None: ...
 
 class Device(_message.Message):
-    __slots__ = ("name", "attributes", "capacity", "consumesCounters", "nodeName", "nodeSelector", "allNodes", "taints", "bindsToNode", "bindingConditions", "bindingFailureConditions", "allowMultipleAllocations", "nodeAllocatableResourceMappings")
+    __slots__ = ("name", "attributes", "capacity", "consumesCounters", "nodeName", "nodeSelector", "allNodes", "taints", "bindsToNode", "bindingConditions", "bindingFailureConditions", "allowMultipleAllocations", "nodeAllocatableResources")
     class AttributesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -115,13 +115,13 @@ class Device(_message.Message):
         key: str
         value: DeviceCapacity
         def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[DeviceCapacity, _Mapping]] = ...) -> None: ...
-    class NodeAllocatableResourceMappingsEntry(_message.Message):
+    class NodeAllocatableResourcesEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
         VALUE_FIELD_NUMBER: _ClassVar[int]
         key: str
-        value: NodeAllocatableResourceMapping
-        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[NodeAllocatableResourceMapping, _Mapping]] = ...) -> None: ...
+        value: NodeAllocatableResource
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[_Union[NodeAllocatableResource, _Mapping]] = ...) -> None: ...
     NAME_FIELD_NUMBER: _ClassVar[int]
     ATTRIBUTES_FIELD_NUMBER: _ClassVar[int]
     CAPACITY_FIELD_NUMBER: _ClassVar[int]
@@ -134,7 +134,7 @@ class Device(_message.Message):
     BINDINGCONDITIONS_FIELD_NUMBER: _ClassVar[int]
     BINDINGFAILURECONDITIONS_FIELD_NUMBER: _ClassVar[int]
     ALLOWMULTIPLEALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
-    NODEALLOCATABLERESOURCEMAPPINGS_FIELD_NUMBER: _ClassVar[int]
+    NODEALLOCATABLERESOURCES_FIELD_NUMBER: _ClassVar[int]
     name: str
     attributes: _containers.MessageMap[str, DeviceAttribute]
     capacity: _containers.MessageMap[str, DeviceCapacity]
@@ -147,8 +147,8 @@ class Device(_message.Message):
     bindingConditions: _containers.RepeatedScalarFieldContainer[str]
     bindingFailureConditions: _containers.RepeatedScalarFieldContainer[str]
     allowMultipleAllocations: bool
-    nodeAllocatableResourceMappings: _containers.MessageMap[str, NodeAllocatableResourceMapping]
-    def __init__(self, name: _Optional[str] = ..., attributes: _Optional[_Mapping[str, DeviceAttribute]] = ..., capacity: _Optional[_Mapping[str, DeviceCapacity]] = ..., consumesCounters: _Optional[_Iterable[_Union[DeviceCounterConsumption, _Mapping]]] = ..., nodeName: _Optional[str] = ..., nodeSelector: _Optional[_Union[_core_v1_pb2.NodeSelector, _Mapping]] = ..., allNodes: _Optional[bool] = ..., taints: _Optional[_Iterable[_Union[DeviceTaint, _Mapping]]] = ..., bindsToNode: _Optional[bool] = ..., bindingConditions: _Optional[_Iterable[str]] = ..., bindingFailureConditions: _Optional[_Iterable[str]] = ..., allowMultipleAllocations: _Optional[bool] = ..., nodeAllocatableResourceMappings: _Optional[_Mapping[str, NodeAllocatableResourceMapping]] = ...) -> None: ...
+    nodeAllocatableResources: _containers.MessageMap[str, NodeAllocatableResource]
+    def __init__(self, name: _Optional[str] = ..., attributes: _Optional[_Mapping[str, DeviceAttribute]] = ..., capacity: _Optional[_Mapping[str, DeviceCapacity]] = ..., consumesCounters: _Optional[_Iterable[_Union[DeviceCounterConsumption, _Mapping]]] = ..., nodeName: _Optional[str] = ..., nodeSelector: _Optional[_Union[_core_v1_pb2.NodeSelector, _Mapping]] = ..., allNodes: _Optional[bool] = ..., taints: _Optional[_Iterable[_Union[DeviceTaint, _Mapping]]] = ..., bindsToNode: _Optional[bool] = ..., bindingConditions: _Optional[_Iterable[str]] = ..., bindingFailureConditions: _Optional[_Iterable[str]] = ..., allowMultipleAllocations: _Optional[bool] = ..., nodeAllocatableResources: _Optional[_Mapping[str, NodeAllocatableResource]] = ...) -> None: ...
 
 class DeviceAllocationConfiguration(_message.Message):
     __slots__ = ("source", "requests", "deviceConfiguration")
@@ -288,7 +288,7 @@ class DeviceRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., exactly: _Optional[_Union[ExactDeviceRequest, _Mapping]] = ..., firstAvailable: _Optional[_Iterable[_Union[DeviceSubRequest, _Mapping]]] = ...) -> None: ...
 
 class DeviceRequestAllocationResult(_message.Message):
-    __slots__ = ("request", "driver", "pool", "device", "adminAccess", "tolerations", "bindingConditions", "bindingFailureConditions", "shareID", "consumedCapacity")
+    __slots__ = ("request", "driver", "pool", "device", "adminAccess", "tolerations", "bindingConditions", "bindingFailureConditions", "shareID", "consumedCapacity", "skipNodeOperations")
     class ConsumedCapacityEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -306,6 +306,7 @@ class DeviceRequestAllocationResult(_message.Message):
     BINDINGFAILURECONDITIONS_FIELD_NUMBER: _ClassVar[int]
     SHAREID_FIELD_NUMBER: _ClassVar[int]
     CONSUMEDCAPACITY_FIELD_NUMBER: _ClassVar[int]
+    SKIPNODEOPERATIONS_FIELD_NUMBER: _ClassVar[int]
     request: str
     driver: str
     pool: str
@@ -316,7 +317,8 @@ class DeviceRequestAllocationResult(_message.Message):
     bindingFailureConditions: _containers.RepeatedScalarFieldContainer[str]
     shareID: str
     consumedCapacity: _containers.MessageMap[str, _resource_quantity_pb2.Quantity]
-    def __init__(self, request: _Optional[str] = ..., driver: _Optional[str] = ..., pool: _Optional[str] = ..., device: _Optional[str] = ..., adminAccess: _Optional[bool] = ..., tolerations: _Optional[_Iterable[_Union[DeviceToleration, _Mapping]]] = ..., bindingConditions: _Optional[_Iterable[str]] = ..., bindingFailureConditions: _Optional[_Iterable[str]] = ..., shareID: _Optional[str] = ..., consumedCapacity: _Optional[_Mapping[str, _resource_quantity_pb2.Quantity]] = ...) -> None: ...
+    skipNodeOperations: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, request: _Optional[str] = ..., driver: _Optional[str] = ..., pool: _Optional[str] = ..., device: _Optional[str] = ..., adminAccess: _Optional[bool] = ..., tolerations: _Optional[_Iterable[_Union[DeviceToleration, _Mapping]]] = ..., bindingConditions: _Optional[_Iterable[str]] = ..., bindingFailureConditions: _Optional[_Iterable[str]] = ..., shareID: _Optional[str] = ..., consumedCapacity: _Optional[_Mapping[str, _resource_quantity_pb2.Quantity]] = ..., skipNodeOperations: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class DeviceSelector(_message.Message):
     __slots__ = ("cel",)
@@ -396,13 +398,31 @@ class NetworkDeviceData(_message.Message):
     hardwareAddress: str
     def __init__(self, interfaceName: _Optional[str] = ..., ips: _Optional[_Iterable[str]] = ..., hardwareAddress: _Optional[str] = ...) -> None: ...
 
-class NodeAllocatableResourceMapping(_message.Message):
-    __slots__ = ("capacityKey", "allocationMultiplier")
+class NodeAllocatableMapping(_message.Message):
+    __slots__ = ("capacityKey", "capacityMultiplier", "deviceMultiplier")
     CAPACITYKEY_FIELD_NUMBER: _ClassVar[int]
-    ALLOCATIONMULTIPLIER_FIELD_NUMBER: _ClassVar[int]
+    CAPACITYMULTIPLIER_FIELD_NUMBER: _ClassVar[int]
+    DEVICEMULTIPLIER_FIELD_NUMBER: _ClassVar[int]
     capacityKey: str
-    allocationMultiplier: _resource_quantity_pb2.Quantity
-    def __init__(self, capacityKey: _Optional[str] = ..., allocationMultiplier: _Optional[_Union[_resource_quantity_pb2.Quantity, _Mapping]] = ...) -> None: ...
+    capacityMultiplier: _resource_quantity_pb2.Quantity
+    deviceMultiplier: _resource_quantity_pb2.Quantity
+    def __init__(self, capacityKey: _Optional[str] = ..., capacityMultiplier: _Optional[_Union[_resource_quantity_pb2.Quantity, _Mapping]] = ..., deviceMultiplier: _Optional[_Union[_resource_quantity_pb2.Quantity, _Mapping]] = ...) -> None: ...
+
+class NodeAllocatableOverhead(_message.Message):
+    __slots__ = ("perPod", "perContainer")
+    PERPOD_FIELD_NUMBER: _ClassVar[int]
+    PERCONTAINER_FIELD_NUMBER: _ClassVar[int]
+    perPod: _resource_quantity_pb2.Quantity
+    perContainer: _resource_quantity_pb2.Quantity
+    def __init__(self, perPod: _Optional[_Union[_resource_quantity_pb2.Quantity, _Mapping]] = ..., perContainer: _Optional[_Union[_resource_quantity_pb2.Quantity, _Mapping]] = ...) -> None: ...
+
+class NodeAllocatableResource(_message.Message):
+    __slots__ = ("mapping", "overhead")
+    MAPPING_FIELD_NUMBER: _ClassVar[int]
+    OVERHEAD_FIELD_NUMBER: _ClassVar[int]
+    mapping: NodeAllocatableMapping
+    overhead: NodeAllocatableOverhead
+    def __init__(self, mapping: _Optional[_Union[NodeAllocatableMapping, _Mapping]] = ..., overhead: _Optional[_Union[NodeAllocatableOverhead, _Mapping]] = ...) -> None: ...
 
 class OpaqueDeviceConfiguration(_message.Message):
     __slots__ = ("driver", "parameters")
@@ -509,7 +529,7 @@ class ResourceSliceList(_message.Message):
     def __init__(self, metadata: _Optional[_Union[_meta_v1_pb2.ListMeta, _Mapping]] = ..., items: _Optional[_Iterable[_Union[ResourceSlice, _Mapping]]] = ...) -> None: ...
 
 class ResourceSliceSpec(_message.Message):
-    __slots__ = ("driver", "pool", "nodeName", "nodeSelector", "allNodes", "devices", "perDeviceNodeSelection", "sharedCounters")
+    __slots__ = ("driver", "pool", "nodeName", "nodeSelector", "allNodes", "devices", "perDeviceNodeSelection", "sharedCounters", "skipNodeOperations")
     DRIVER_FIELD_NUMBER: _ClassVar[int]
     POOL_FIELD_NUMBER: _ClassVar[int]
     NODENAME_FIELD_NUMBER: _ClassVar[int]
@@ -518,6 +538,7 @@ class ResourceSliceSpec(_message.Message):
     DEVICES_FIELD_NUMBER: _ClassVar[int]
     PERDEVICENODESELECTION_FIELD_NUMBER: _ClassVar[int]
     SHAREDCOUNTERS_FIELD_NUMBER: _ClassVar[int]
+    SKIPNODEOPERATIONS_FIELD_NUMBER: _ClassVar[int]
     driver: str
     pool: ResourcePool
     nodeName: str
@@ -526,4 +547,5 @@ class ResourceSliceSpec(_message.Message):
     devices: _containers.RepeatedCompositeFieldContainer[Device]
     perDeviceNodeSelection: bool
     sharedCounters: _containers.RepeatedCompositeFieldContainer[CounterSet]
-    def __init__(self, driver: _Optional[str] = ..., pool: _Optional[_Union[ResourcePool, _Mapping]] = ..., nodeName: _Optional[str] = ..., nodeSelector: _Optional[_Union[_core_v1_pb2.NodeSelector, _Mapping]] = ..., allNodes: _Optional[bool] = ..., devices: _Optional[_Iterable[_Union[Device, _Mapping]]] = ..., perDeviceNodeSelection: _Optional[bool] = ..., sharedCounters: _Optional[_Iterable[_Union[CounterSet, _Mapping]]] = ...) -> None: ...
+    skipNodeOperations: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, driver: _Optional[str] = ..., pool: _Optional[_Union[ResourcePool, _Mapping]] = ..., nodeName: _Optional[str] = ..., nodeSelector: _Optional[_Union[_core_v1_pb2.NodeSelector, _Mapping]] = ..., allNodes: _Optional[bool] = ..., devices: _Optional[_Iterable[_Union[Device, _Mapping]]] = ..., perDeviceNodeSelection: _Optional[bool] = ..., sharedCounters: _Optional[_Iterable[_Union[CounterSet, _Mapping]]] = ..., skipNodeOperations: _Optional[_Iterable[str]] = ...) -> None: ...

@@ -155,3 +155,18 @@ def test_unknown_json_fields_are_dropped_like_kube_apiserver_does():
     namespace = twin("namespace")
     namespace["spec"]["noSuchField"] = True
     assert "noSuchField" not in mapping.decode(mapping.encode(namespace))["spec"]
+
+
+@pytest.mark.parametrize("version", ["v1", "v1beta2", "v1beta1"])
+def test_the_137_fields_have_their_kubernetes_numbers(version: str):
+    """SPEC-1.37.md §2.2 and §2.7: skipNodeOperations 10 and 11; nodeAllocatableResources 14 (13 in v1beta1's
+    BasicDevice) where the tombstoned nodeAllocatableResourceMappings number stays unused."""
+    api_version = f"resource.k8s.io/{version}"
+    spec = mapping.message_class(api_version, "ResourceSliceSpec").DESCRIPTOR
+    result = mapping.message_class(api_version, "DeviceRequestAllocationResult").DESCRIPTOR
+    device = mapping.message_class(api_version, "BasicDevice" if version == "v1beta1" else "Device").DESCRIPTOR
+    tombstone, number = (12, 13) if version == "v1beta1" else (13, 14)
+    assert spec.fields_by_name["skipNodeOperations"].number == 10
+    assert result.fields_by_name["skipNodeOperations"].number == 11
+    assert device.fields_by_name["nodeAllocatableResources"].number == number
+    assert tombstone not in device.fields_by_number
