@@ -35,7 +35,7 @@ from rich.table import Table
 
 from kubelet_dra.api import dra_health_v1alpha1_pb2 as health_pb2
 from kubelet_dra.api import pluginregistration_pb2 as registration_pb2
-from kubelet_dra.api.services import DRA_HEALTH, DRA_V1, REGISTRATION, PluginType
+from kubelet_dra.api.services import DRA_HEALTH_V1ALPHA1, DRA_V1, REGISTRATION, PluginType
 from kubelet_dra.apiserver.server import EmbeddedAPIServer
 from kubelet_dra.node import Node, NodeOptions
 from kubelet_dra.registration import SocketPhase
@@ -75,7 +75,7 @@ class Registration(REGISTRATION.servicer):  # type: ignore[misc,name-defined]
         return registration_pb2.RegistrationStatusResponse()
 
 
-class Health(DRA_HEALTH.servicer):  # type: ignore[misc,name-defined]
+class Health(DRA_HEALTH_V1ALPHA1.servicer):  # type: ignore[misc,name-defined]
     """Health streams that stay open without reports, as a healthy driver's do (1.36 opens one per driver)."""
 
     async def NodeWatchResources(
@@ -138,7 +138,7 @@ async def measure(iterations: int, kubelet_timing: bool, workdir: Path) -> list[
     endpoint = workdir / "dra.sock"
     service = grpc.aio.server()
     DRA_V1.add_to_server(DRA_V1.servicer(), service)
-    DRA_HEALTH.add_to_server(Health(), service)
+    DRA_HEALTH_V1ALPHA1.add_to_server(Health(), service)
     async with EmbeddedAPIServer() as apiserver, serving(service, endpoint):
         kubeconfig = apiserver.kubeconfig(workdir / "kubeconfig")
         options = NodeOptions(kubelet_timing=kubelet_timing)

@@ -19,6 +19,8 @@ from google.protobuf.descriptor import ServiceDescriptor
 from google.protobuf.message import Message
 
 from kubelet_dra.api import (
+    dra_health_v1_pb2,
+    dra_health_v1_pb2_grpc,
     dra_health_v1alpha1_pb2,
     dra_health_v1alpha1_pb2_grpc,
     dra_v1_pb2,
@@ -131,14 +133,26 @@ DRA_V1BETA1 = Service(
     kubelets="1.32+",
     advertised="v1beta1.DRAPlugin",
 )
-DRA_HEALTH = Service(
+DRA_HEALTH_V1 = Service(
+    name="DRAResourceHealth",
+    pb2=dra_health_v1_pb2,
+    pb2_grpc=dra_health_v1_pb2_grpc,
+    role="device health, optional",
+    kubelets="1.37+; gate ResourceHealthStatus",
+    advertised="v1.DRAResourceHealth",
+)
+DRA_HEALTH_V1ALPHA1 = Service(
     name="DRAResourceHealth",
     pb2=dra_health_v1alpha1_pb2,
     pb2_grpc=dra_health_v1alpha1_pb2_grpc,
-    role="device health, optional",
+    role="device health, optional; deprecated in 1.37",
     kubelets="1.34+; gate ResourceHealthStatus",
     advertised="v1alpha1.DRAResourceHealth",
 )
+HealthResponse = dra_health_v1_pb2.NodeWatchResourcesResponse | dra_health_v1alpha1_pb2.NodeWatchResourcesResponse
+"""A health stream message: v1 and v1alpha1 have the same fields and enum values, so both are read alike."""
+HEALTH_SERVICES: dict[str, Service] = {service.advertised: service for service in (DRA_HEALTH_V1, DRA_HEALTH_V1ALPHA1)}
+"""The health services by advertised identifier."""
 DRA_V1ALPHA4 = Service(
     name="Node",
     pb2=dra_v1alpha4_pb2,
@@ -153,7 +167,14 @@ DRA_V1ALPHA4 = Service(
 DRA_SERVICES: tuple[Service, ...] = (DRA_V1, DRA_V1BETA1)
 """The DRA node services a 1.36 kubelet accepts, in the kubelet's own order (used in its error text)."""
 
-ALL_SERVICES: tuple[Service, ...] = (REGISTRATION, DRA_V1, DRA_V1BETA1, DRA_HEALTH, DRA_V1ALPHA4)
+ALL_SERVICES: tuple[Service, ...] = (
+    REGISTRATION,
+    DRA_V1,
+    DRA_V1BETA1,
+    DRA_HEALTH_V1,
+    DRA_HEALTH_V1ALPHA1,
+    DRA_V1ALPHA4,
+)
 """Every service kubelet-dra speaks, for listings."""
 
 EMPTY_SERVICES_ERROR = "empty list of supported gRPC services (aka supported versions)"
@@ -187,3 +208,10 @@ def negotiate(supported_versions: Sequence[str], *, legacy: bool = False) -> Ser
         f" by the kubelet ({go_quote_list(accepted)})",
         fix=_ADVERTISE_FIX,
     )
+
+
+def pick_health_service(supported_versions: Sequence[str], preference: Sequence[str]) -> Service | None:
+    """The health service a 1.37 kubelet streams from: the first of its own ``preference`` (v1, then v1alpha1)
+    that the plugin advertised, else none (SPEC-1.37.md §2.1); the plugin's order does not matter here."""
+    advertised = set(supported_versions)
+    return next((HEALTH_SERVICES[name] for name in preference if name in advertised), None)

@@ -123,7 +123,7 @@ COMMAND = Command(
     name="debug",
     help="live registration debugger: sockets, handshakes, connections, calls, and each problem with its fix",
     description=(
-        "Watch a plugin registry dir and register every DRA driver that appears there, exactly as the kubelet"
+        "Watch a plugin registry dir and register every DRA driver that appears there, exactly as the"
         " kubelet would, showing live where each registration socket stands, each driver instance's gRPC"
         " connection, other sockets on the machine (stale ones, registration sockets in the wrong dir), driver"
         " names the cluster uses that nobody registered, a timeline, and every problem with its failure mode and"

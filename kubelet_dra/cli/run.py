@@ -265,7 +265,7 @@ COMMAND = Command(
     name="run",
     help="run one simulated node: register DRA drivers from a registry dir, like the kubelet",
     description=(
-        "Watch a plugin registry dir and register every DRA driver socket that appears, exactly as the kubelet"
+        "Watch a plugin registry dir and register every DRA driver socket that appears, exactly as the"
         " kubelet would (handshake, service negotiation, instances, ResourceSlice wiping, health streams),"
         " logging each step, and run the pods bound to the node as far as DRA goes (prepare, status Running,"
         " unprepare on deletion), optionally serving the kubelet's DRA metrics. Runs until Ctrl-C or SIGTERM."

@@ -18,6 +18,7 @@ from typing import Any, NoReturn, TypeVar
 import attrs
 
 from kubelet_dra.api import dra_v1_pb2
+from kubelet_dra.api.services import Service
 from kubelet_dra.conformance.framework import CheckFailed, CheckSkipped
 from kubelet_dra.controlplane.allocator import Allocation, Unsatisfiable, allocate
 from kubelet_dra.controlplane.sharing import Usage
@@ -60,7 +61,8 @@ class Capabilities:
     versions: tuple[str, ...]
     """The service identifiers GetInfo advertised."""
     chosen_service: str
-    health: bool
+    health_services: tuple[Service, ...]
+    """The health services GetInfo advertised, in the 1.37 kubelet's order of preference (v1 first)."""
     can_restart: bool
     embedded: bool
     reference: bool
@@ -68,6 +70,10 @@ class Capabilities:
     """The driver's registration socket in the registry dir."""
     registration_error: str = ""
     """Why the node could not register the driver (its diagnosis); empty when it did."""
+
+    @property
+    def health(self) -> bool:
+        return bool(self.health_services)
 
 
 @attrs.define

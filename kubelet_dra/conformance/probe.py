@@ -18,7 +18,7 @@ import grpc
 from google.protobuf.message import Message
 
 from kubelet_dra.api import pluginregistration_pb2
-from kubelet_dra.api.services import DRA_HEALTH, REGISTRATION, Service
+from kubelet_dra.api.services import HEALTH_SERVICES, REGISTRATION, Service
 from kubelet_dra.conformance.context import Capabilities
 from kubelet_dra.driver.settings import CONTROL_SOCKET
 from kubelet_dra.errors import UsageError
@@ -26,6 +26,7 @@ from kubelet_dra.log import get_logger
 from kubelet_dra.plugins.rawcall import call_once
 from kubelet_dra.registration.diagnosis import Diagnosis
 from kubelet_dra.registration.manager import SocketPhase
+from kubelet_dra.release import DEFAULT_RELEASE
 from kubelet_dra.testbed import DriverProcess, Testbed
 
 _log = get_logger("conformance")
@@ -129,7 +130,7 @@ class Probe:
             endpoint=instances[0].endpoint if instances else "",
             versions=versions,
             chosen_service=instances[0].chosen_service if instances else "",
-            health=DRA_HEALTH.advertised in versions and not problem,
+            health_services=advertised_health(versions) if not problem else (),
             can_restart=self.driver is not None,
             embedded=self.bed.embedded,
             reference=await self._is_reference(),
@@ -197,3 +198,8 @@ def describe(diagnosis: Diagnosis) -> str:
 def service_for(identifier: str, services: tuple[Service, ...]) -> Service | None:
     """The service a driver means by the advertised ``identifier`` (``None`` when none of ``services``)."""
     return next((s for s in services if identifier in (s.advertised, *s.also_advertised_as)), None)
+
+
+def advertised_health(versions: tuple[str, ...]) -> tuple[Service, ...]:
+    """The health services among ``versions``, in the order a 1.37 kubelet prefers them."""
+    return tuple(HEALTH_SERVICES[name] for name in DEFAULT_RELEASE.health_services if name in versions)

@@ -273,7 +273,7 @@ class _Suite:
             endpoint="",
             versions=(),
             chosen_service="",
-            health=False,
+            health_services=(),
             can_restart=False,
             embedded=bed.embedded,
             reference=False,

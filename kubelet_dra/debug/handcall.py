@@ -18,12 +18,21 @@ import grpc
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from kubelet_dra.api import dra_health_v1alpha1_pb2 as health_pb2
 from kubelet_dra.api import dra_v1_pb2
 from kubelet_dra.api import pluginregistration_pb2 as registration_pb2
 from kubelet_dra.api.calls import message_json
 from kubelet_dra.api.goformat import go_status_error
-from kubelet_dra.api.services import DRA_HEALTH, DRA_SERVICES, DRA_V1, REGISTRATION, PluginType, Service, negotiate
+from kubelet_dra.api.services import (
+    DRA_HEALTH_V1ALPHA1,
+    DRA_SERVICES,
+    DRA_V1,
+    REGISTRATION,
+    HealthResponse,
+    PluginType,
+    Service,
+    negotiate,
+    pick_health_service,
+)
 from kubelet_dra.errors import DriverError, UsageError
 from kubelet_dra.kube.client import KubeClient
 from kubelet_dra.log import Logger
@@ -34,6 +43,7 @@ from kubelet_dra.plugins import DEFAULT_CALL_TIMEOUT, CallRecord, CallRecorder, 
 from kubelet_dra.plugins.manager import target_error
 from kubelet_dra.plugins.rawcall import call_once
 from kubelet_dra.registration.handshake import DEFAULT_TIMEOUTS, why_dial_failed
+from kubelet_dra.release import DEFAULT_RELEASE
 from kubelet_dra.testbed import objects
 
 GET_INFO = "GetInfo"
@@ -79,7 +89,7 @@ def method_name(text: str) -> str:
 def _service_of(method: str) -> Service:
     if method in (GET_INFO, NOTIFY):
         return REGISTRATION
-    return DRA_HEALTH if method == WATCH else DRA_V1
+    return DRA_HEALTH_V1ALPHA1 if method == WATCH else DRA_V1
 
 
 def request_class(method: str) -> type[Message]:
@@ -205,6 +215,8 @@ class _Route:
     records: tuple[CallRecord, ...] = ()
     refused: str = ""
     driver: str = ""
+    versions: tuple[str, ...] = ()
+    """What GetInfo advertised (empty for a service socket)."""
 
 
 async def hand_call(
@@ -242,7 +254,7 @@ async def hand_call(
     )
     try:
         if method == WATCH:
-            status, notes = await _watch(client, options.watch_for, on_message)
+            status, notes = await _watch(client, _health_service(route), options.watch_for, on_message)
             verdict = ""
         else:
             status, verdict = await _claims_call(client, method, request)
@@ -307,12 +319,15 @@ async def _route(socket: str, chosen: str, log: Logger) -> _Route:
     assert isinstance(info, registration_pb2.PluginInfo)
     endpoint = info.endpoint or socket
     text = f"GetInfo: {info.name} at {endpoint}, advertises {', '.join(info.supported_versions) or 'nothing'}"
+    versions = tuple(info.supported_versions)
     if forced is not None:
-        return _Route(endpoint, forced, f"{text}; calling {forced.advertised} as asked", (record,), driver=info.name)
+        text += f"; calling {forced.advertised} as asked"
+        return _Route(endpoint, forced, text, (record,), driver=info.name, versions=versions)
     service, refused = _kubelet_choice(socket, info)
     if service is None:
-        return _Route(endpoint, None, text, (record,), refused, info.name)
-    return _Route(endpoint, service, f"{text}; the kubelet picks {service.advertised}", (record,), driver=info.name)
+        return _Route(endpoint, None, text, (record,), refused, info.name, versions)
+    text += f"; the kubelet picks {service.advertised}"
+    return _Route(endpoint, service, text, (record,), driver=info.name, versions=versions)
 
 
 def _chosen_service(identifier: str) -> Service:
@@ -339,24 +354,33 @@ async def _claims_call(client: DRAClient, method: str, request: Message) -> tupl
     return "OK", ""
 
 
+def _health_service(route: _Route) -> Service:
+    """The health service the current kubelet streams from (v1 before v1alpha1, among those advertised); with none
+    advertised, v1alpha1, which a 1.36 kubelet calls on every driver."""
+    return pick_health_service(route.versions, DEFAULT_RELEASE.health_services) or DRA_HEALTH_V1ALPHA1
+
+
 async def _watch(
-    client: DRAClient, seconds: float, on_message: Callable[[dict[str, Any]], None]
+    client: DRAClient, service: Service, seconds: float, on_message: Callable[[dict[str, Any]], None]
 ) -> tuple[str, tuple[str, ...]]:
     """Follow the health stream for ``seconds``; a stream still open then is a success."""
     received = 0
 
-    def handle(message: health_pb2.NodeWatchResourcesResponse) -> None:
+    def handle(message: HealthResponse) -> None:
         nonlocal received
         received += 1
         on_message(message_json(message))
 
     try:
-        await asyncio.wait_for(client.node_watch_resources(handle), seconds)
+        await asyncio.wait_for(client.node_watch_resources(service, handle), seconds)
     except TimeoutError:
         return "OK", (f"{received} message(s) in {seconds:g} s; the stream was still open",)
     except grpc.aio.AioRpcError as err:
         if err.code() is grpc.StatusCode.UNIMPLEMENTED:
-            return err.code().name, ("the health service is not served: optional, the kubelet only logs it (F13)",)
+            return err.code().name, (
+                f"{service.advertised} is not served: health is optional; a 1.36 kubelet only logs it (F13), a 1.37"
+                " kubelet stops asking, and never asks a driver that does not advertise it",
+            )
         return err.code().name, (f"{received} message(s) before the stream failed",)
     return "OK", (f"{received} message(s); the driver ended the stream, the kubelet reopens it after 5 s",)
 

@@ -20,6 +20,7 @@ _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
 VERSION_CHOICES: tuple[str, ...] = ("all", "v1", "v1beta1", "v1alpha4", "1.0.0", "none")
+HEALTH_ADVERTISE_CHOICES: tuple[str, ...] = ("both", "v1", "v1alpha1", "none")
 
 
 def parse_bool(text: str) -> bool:
@@ -94,6 +95,14 @@ KNOBS: tuple[Knob, ...] = (
         kind="choice",
         choices=VERSION_CHOICES,
         default="all",
+    ),
+    Knob(
+        "health-advertise",
+        "health services advertised with --health (both are always served, as by the 1.37 helper): both,"
+        " v1 or v1alpha1 only, or none; a 1.36 kubelet streams v1alpha1 whatever is advertised",
+        kind="choice",
+        choices=HEALTH_ADVERTISE_CHOICES,
+        default="both",
     ),
     Knob("notify-error", "NotifyRegistrationStatus answers this error even when the registration succeeded"),
     _bool("serve-advertised-name", 'serve DRA under the advertised name ("v1.DRAPlugin") instead of the wire name'),

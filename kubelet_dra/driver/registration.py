@@ -63,7 +63,10 @@ class Registration:
             type=self._faults.get("getinfo-type") or PluginType.DRA.value,
             name=self._settings.driver_name,
             endpoint=self._faults.get("getinfo-endpoint") or str(self._settings.service_socket),
-            supported_versions=advertised_versions(self._faults.get("versions"), health=self._settings.health),
+            supported_versions=advertised_versions(
+                self._faults.get("versions"),
+                health=self._faults.get("health-advertise") if self._settings.health else None,
+            ),
         )
 
     async def notify(self, request: pb.RegistrationStatus) -> pb.RegistrationStatusResponse:

@@ -1,18 +1,30 @@
 """The service socket: which DRA services are served, under which names, and what they answer.
 
 By default the driver serves and advertises ``v1.DRAPlugin`` and ``v1beta1.DRAPlugin`` (the
-latter by converting to and from v1, as the helper's wrapper does) plus the health stream with
-``--health``. The ``versions`` and ``serve-advertised-name`` knobs change that at run time.
+latter by converting to and from v1, as the helper's wrapper does); with ``--health`` it serves the
+health stream as ``v1.DRAResourceHealth`` and ``v1alpha1.DRAResourceHealth`` and advertises both, as
+the 1.37 helper does. The ``versions``, ``serve-advertised-name`` and ``health-advertise`` knobs change
+that at run time.
 """
 
 from __future__ import annotations
+
+from collections.abc import AsyncIterator
 
 import grpc
 from google.protobuf.message import Message
 
 from kubelet_dra.api import dra_v1_pb2 as v1
 from kubelet_dra.api.convert import to_service
-from kubelet_dra.api.services import DRA_HEALTH, DRA_V1, DRA_V1ALPHA4, DRA_V1BETA1, Service, full_method
+from kubelet_dra.api.services import (
+    DRA_HEALTH_V1,
+    DRA_HEALTH_V1ALPHA1,
+    DRA_V1,
+    DRA_V1ALPHA4,
+    DRA_V1BETA1,
+    Service,
+    full_method,
+)
 from kubelet_dra.driver import rpc
 from kubelet_dra.driver.claims import ClaimRef
 from kubelet_dra.driver.health import HealthBoard
@@ -31,15 +43,25 @@ SERVED: dict[str, tuple[Service, ...]] = {
 """DRA node services served for each value of the ``versions`` knob."""
 
 
-def advertised_versions(versions: str, *, health: bool) -> list[str]:
-    """``PluginInfo.supported_versions`` for a ``versions`` knob value, in the helper's order."""
+HEALTH_ADVERTISED: dict[str, tuple[Service, ...]] = {
+    "both": (DRA_HEALTH_V1, DRA_HEALTH_V1ALPHA1),
+    "v1": (DRA_HEALTH_V1,),
+    "v1alpha1": (DRA_HEALTH_V1ALPHA1,),
+    "none": (),
+}
+"""Health services advertised for each value of the ``health-advertise`` knob."""
+
+
+def advertised_versions(versions: str, *, health: str | None) -> list[str]:
+    """``PluginInfo.supported_versions`` for a ``versions`` knob value, in the helper's order; ``health`` is the
+    ``health-advertise`` knob's value, ``None`` for a driver without the health service."""
     if versions == "none":
         return []
     if versions == "1.0.0":
         return ["1.0.0"]
     advertised = [service.advertised for service in SERVED[versions]]
-    if health and not any(service.legacy for service in SERVED[versions]):
-        advertised.append(DRA_HEALTH.advertised)
+    if health is not None and not any(service.legacy for service in SERVED[versions]):
+        advertised += [service.advertised for service in HEALTH_ADVERTISED[health]]
     return advertised
 
 
@@ -70,8 +92,9 @@ class DRAServices:
                 path = full_method(name, method)
                 table[path] = self._handler(service, method, path)
         if self._health is not None:
-            path = DRA_HEALTH.method_path("NodeWatchResources")
-            table[path] = self._handler(DRA_HEALTH, "NodeWatchResources", path)
+            for service in HEALTH_ADVERTISED["both"]:
+                path = service.method_path("NodeWatchResources")
+                table[path] = self._handler(service, "NodeWatchResources", path)
         return table
 
     def _handler(self, service: Service, method: str, path: str) -> grpc.RpcMethodHandler:
@@ -84,11 +107,14 @@ class DRAServices:
         descriptor = service.descriptor.methods_by_name[method]
         request_class = service.message_class(descriptor.input_type.name)
         response_class = service.message_class(descriptor.output_type.name)
-        if service is DRA_HEALTH and self._health is not None:
+        if method == "NodeWatchResources" and self._health is not None:
             board, interval = self._health, self._health_interval
-            return rpc.server_streaming(
-                path, lambda _: board.stream(interval), request_class, response_class, self._log
-            )
+
+            async def reports(_: Message) -> AsyncIterator[Message]:
+                async for report in board.stream(interval):
+                    yield to_service(report, service)
+
+            return rpc.server_streaming(path, reports, request_class, response_class, self._log)
         behaviour = self._prepare if method == "NodePrepareResources" else self._unprepare
 
         async def call(request: Message) -> Message:

@@ -17,11 +17,10 @@ from typing import Any
 import grpc
 from google.protobuf.message import Message
 
-from kubelet_dra.api import dra_health_v1alpha1_pb2 as health_pb2
 from kubelet_dra.api import dra_v1_pb2
 from kubelet_dra.api.calls import CallRecord, CallRecorder, message_json, next_request_id
 from kubelet_dra.api.convert import to_service
-from kubelet_dra.api.services import DRA_HEALTH, DRA_V1, Service
+from kubelet_dra.api.services import DRA_V1, HealthResponse, Service
 from kubelet_dra.log import Logger
 from kubelet_dra.metrics import DRAMetrics
 
@@ -47,8 +46,8 @@ class DRAClient:
         self.endpoint = endpoint
         self.service = service
         self.call_timeout = call_timeout
+        self._channel = channel
         self._stub = service.stub(channel)
-        self._health_stub = DRA_HEALTH.stub(channel)
         self._recorder = recorder
         self._metrics = metrics
         self._log = log
@@ -63,21 +62,22 @@ class DRAClient:
     ) -> dra_v1_pb2.NodeUnprepareResourcesResponse:
         return await self._unary("NodeUnprepareResources", request)  # type: ignore[return-value]
 
-    async def node_watch_resources(self, handle: Callable[[health_pb2.NodeWatchResourcesResponse], None]) -> None:
-        """Follow the health stream (no deadline), passing each message to ``handle``, until it ends.
+    async def node_watch_resources(self, service: Service, handle: Callable[[HealthResponse], None]) -> None:
+        """Follow the health stream of ``service`` (v1 or v1alpha1: the same messages) with no deadline, passing
+        each message to ``handle``, until it ends.
 
         Raises ``grpc.aio.AioRpcError`` when the stream fails, including ``UNIMPLEMENTED`` for
         drivers without the health service.
         """
-        method = DRA_HEALTH.method_path("NodeWatchResources")
-        request = health_pb2.NodeWatchResourcesRequest()
+        method = service.method_path("NodeWatchResources")
+        request = service.message_class("NodeWatchResourcesRequest")()
         request_id = next_request_id()
         log = self._log.with_values(requestID=request_id, method=method)
         log.v(6).info("Opening stream", request=message_json(request))
         received: list[dict[str, Any]] = []
         started, clock = time.time(), time.monotonic()
         status, details = "OK", ""
-        call = self._health_stub.NodeWatchResources(request)
+        call = service.stub(self._channel).NodeWatchResources(request)
         try:
             async for response in call:
                 log.v(6).info("Stream message", response=message_json(response))

@@ -25,6 +25,7 @@ from typing import Any
 import attrs
 
 from kubelet_dra.api import dra_health_v1alpha1_pb2 as health_pb2
+from kubelet_dra.api.services import HealthResponse
 from kubelet_dra.log import Logger
 
 DEFAULT_HEALTH_TIMEOUT = 30.0
@@ -109,7 +110,7 @@ class HealthCache:
         self.path = Path(state_dir) / STATE_FILE_NAME if state_dir is not None else None
         self._load()
 
-    def update(self, driver: str, response: health_pb2.NodeWatchResourcesResponse) -> list[DeviceHealth]:
+    def update(self, driver: str, response: HealthResponse) -> list[DeviceHealth]:
         """Apply one stream message; return the devices whose health changed."""
         now = self._clock()
         devices = self._drivers.setdefault(driver, {})

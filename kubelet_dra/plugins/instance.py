@@ -28,6 +28,8 @@ class PluginInstance:
     registered_at: float
     channel: grpc.aio.Channel = attrs.field(repr=False)
     client: DRAClient = attrs.field(repr=False)
+    health_service: Service | None = None
+    """The health service the kubelet streams from (1.37: negotiated, ``None`` when none was advertised)."""
     connected: bool = False
     connectivity: grpc.ChannelConnectivity = grpc.ChannelConnectivity.IDLE
     _tasks: list[asyncio.Task[None]] = attrs.field(factory=list, repr=False)
@@ -36,6 +38,11 @@ class PluginInstance:
     def chosen_service(self) -> str:
         """The advertised identifier of the negotiated service, e.g. ``v1.DRAPlugin``."""
         return self.service.advertised
+
+    @property
+    def chosen_health_service(self) -> str:
+        """The advertised identifier of the health service streamed from, "" when none."""
+        return self.health_service.advertised if self.health_service else ""
 
     def start(self, on_connection_change: Callable[[PluginInstance], None]) -> None:
         self.connectivity = self.channel.get_state(try_to_connect=True)

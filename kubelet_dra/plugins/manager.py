@@ -15,9 +15,8 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import grpc
 
-from kubelet_dra.api import dra_health_v1alpha1_pb2 as health_pb2
 from kubelet_dra.api.calls import CallRecorder
-from kubelet_dra.api.services import Service, negotiate
+from kubelet_dra.api.services import DRA_HEALTH_V1ALPHA1, HealthResponse, Service, negotiate, pick_health_service
 from kubelet_dra.errors import DriverError
 from kubelet_dra.gotext import go_quote
 from kubelet_dra.log import Logger, get_logger
@@ -110,11 +109,12 @@ class DRAPluginManager:
 
     async def register_plugin(self, name: str, endpoint: str, versions: Sequence[str]) -> None:
         service = self._negotiate(name, endpoint, versions, validating=False)
+        health = self._health_service(versions)
         replacing = self.plugin_map is PluginMap.REPLACE
         replaced = self._store.get(name, []) if replacing else []
         if not replacing and any(instance.endpoint == endpoint for instance in self._store.get(name, [])):
             raise PluginRejected(f"endpoint {endpoint} already registered for DRA driver plugin {name}")
-        instance = self._connect(name, endpoint, service)
+        instance = self._connect(name, endpoint, service, health)
         instances = [instance] if replacing else [*self._store.get(name, []), instance]
         self._store[name] = instances
         self.registered_once.add(name)
@@ -131,6 +131,7 @@ class DRAPluginManager:
             driverName=name,
             endpoint=endpoint,
             chosenService=instance.chosen_service,
+            chosenHealthService=instance.chosen_health_service,
             numPlugins=len(instances),
         )
         self._sync(name)
@@ -192,7 +193,16 @@ class DRAPluginManager:
                 prefix = f"version check of plugin {name} failed"
             raise PluginRejected(f"{prefix}: {err.what}") from err
 
-    def _connect(self, name: str, endpoint: str, service: Service) -> PluginInstance:
+    def _health_service(self, versions: Sequence[str]) -> Service | None:
+        """The health service to stream from: 1.37 negotiates one from what the plugin advertised; 1.36 streams
+        v1alpha1 from every instance, advertised or not. ``None`` without the ResourceHealthStatus gate."""
+        if self.health is None:
+            return None
+        if not self.release.negotiates_health:
+            return DRA_HEALTH_V1ALPHA1
+        return pick_health_service(versions, self.release.health_services)
+
+    def _connect(self, name: str, endpoint: str, service: Service, health: Service | None) -> PluginInstance:
         target = f"unix:{endpoint}"
         problem = target_error(target)
         if problem:
@@ -212,9 +222,9 @@ class DRAPluginManager:
             log=log,
             call_timeout=self.call_timeout,
         )
-        instance = PluginInstance(name, endpoint, service, self._clock(), channel, client)
-        if self.health is not None:
-            instance.run(self._follow_health(instance, log), "health stream")
+        instance = PluginInstance(name, endpoint, service, self._clock(), channel, client, health_service=health)
+        if health is not None:
+            instance.run(self._follow_health(instance, health, log), "health stream")
         instance.start(self._connection_changed)
         return instance
 
@@ -236,23 +246,29 @@ class DRAPluginManager:
                 self.wipes.arm(driver_name)
         self._on_change()
 
-    async def _follow_health(self, instance: PluginInstance, log: Logger) -> None:
-        """Keep a health stream open; reopen it a fixed delay after each end, until deregistration."""
+    async def _follow_health(self, instance: PluginInstance, service: Service, log: Logger) -> None:
+        """Keep a health stream open; reopen it a fixed delay after each end, until deregistration, or (1.37)
+        until the driver answers UNIMPLEMENTED: it does not serve health, and asking again will not change that."""
         assert self.health is not None
         health = self.health
         while True:
-            log.v(4).info("Attempting to start WatchResources health stream")
+            log.v(4).info("Attempting to start WatchResources health stream", service=service.advertised)
             try:
-                await instance.client.node_watch_resources(lambda response: self._health_report(instance, response))
+                await instance.client.node_watch_resources(
+                    service, lambda response: self._health_report(instance, response)
+                )
                 log.v(2).info("WatchResources health stream has ended", error="")
             except grpc.aio.AioRpcError as err:
+                if err.code() is grpc.StatusCode.UNIMPLEMENTED and self.release.stop_health_on_unimplemented:
+                    log.v(2).info("Driver does not support WatchResources health stream, stopping")
+                    return
                 log.error("Error receiving from WatchResources stream", f"{err.code().name}: {err.details()}")
             finally:
                 health.clear(instance.driver_name)
                 self._on_change()
             await self._sleep(self._health_restart_delay)
 
-    def _health_report(self, instance: PluginInstance, response: health_pb2.NodeWatchResourcesResponse) -> None:
+    def _health_report(self, instance: PluginInstance, response: HealthResponse) -> None:
         assert self.health is not None
         if self.health.update(instance.driver_name, response):
             self._on_change()

@@ -152,7 +152,12 @@ def _calls_text(records: Sequence[CallRecord]) -> str:
 
 async def calls(ctx: Context, args: Mapping[str, Any]) -> Look:
     name = ctx.driver_name(args["driver"])
-    records = [record for record in ctx.bed.calls(driver=name) if not record.streaming]
+    # a health stream is recorded when it ends; it counts only where its method is asked for by name
+    records = [
+        record
+        for record in ctx.bed.calls(driver=name)
+        if not record.streaming or _call_fields(record)["method"] == args.get("method")
+    ]
     details = _calls_text(records)
     if "sequence" in args:
         return _sequence(args["sequence"], args.get("order", "exact"), records, details)

@@ -72,7 +72,8 @@ def placeholder_values(
 def command_words(template: str, values: Mapping[str, str], *, where: str) -> list[str]:
     """The argv of ``template`` with its placeholders filled in; an unknown placeholder is a usage error."""
     try:
-        words = shlex.split(template)
+        # a command pasted from a shell script keeps its line continuations when quoted: they are spaces
+        words = shlex.split(template.replace("\\\n", " "))
     except ValueError as err:
         raise UsageError(f"cannot split the driver command: {err}", where=where, fix="balance the quotes") from err
     if not words:

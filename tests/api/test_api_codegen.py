@@ -14,6 +14,7 @@ COMMITTED_DIR = REPO / "kubelet_dra" / "api"
 KUBEPROTO_DIR = REPO / "kubelet_dra" / "kubeproto"
 
 PROTOS = [
+    "dra_health_v1.proto",
     "dra_health_v1alpha1.proto",
     "dra_v1.proto",
     "dra_v1alpha4.proto",

@@ -10,10 +10,10 @@ import pytest
 
 from kubelet_dra.api import dra_health_v1alpha1_pb2 as health
 from kubelet_dra.api import dra_v1_pb2 as v1
-from kubelet_dra.api.services import DRA_HEALTH, DRA_V1, full_method
+from kubelet_dra.api.services import DRA_HEALTH_V1ALPHA1, DRA_V1, full_method
 
 
-class Driver(DRA_V1.servicer, DRA_HEALTH.servicer):
+class Driver(DRA_V1.servicer, DRA_HEALTH_V1ALPHA1.servicer):
     """Prepares every claim with one shared device and reports it healthy twice."""
 
     async def NodePrepareResources(self, request, context):
@@ -40,7 +40,7 @@ async def channel(socket_dir: Path) -> AsyncIterator[grpc.aio.Channel]:
     target = f"unix:{socket_dir / 'dra.sock'}"
     server = grpc.aio.server()
     DRA_V1.add_to_server(Driver(), server)
-    DRA_HEALTH.add_to_server(Driver(), server)
+    DRA_HEALTH_V1ALPHA1.add_to_server(Driver(), server)
     assert server.add_insecure_port(target) != 0
     await server.start()
     async with grpc.aio.insecure_channel(target) as client:
@@ -79,6 +79,6 @@ async def test_advertised_identifier_is_not_a_wire_path(channel: grpc.aio.Channe
 
 
 async def test_health_stream_is_server_streaming(channel: grpc.aio.Channel):
-    stream = DRA_HEALTH.stub(channel).NodeWatchResources(health.NodeWatchResourcesRequest(), timeout=10)
+    stream = DRA_HEALTH_V1ALPHA1.stub(channel).NodeWatchResources(health.NodeWatchResourcesRequest(), timeout=10)
     updates = [response.devices[0].last_updated_time async for response in stream]
     assert updates == [100, 200]

@@ -27,6 +27,7 @@ def test_json_lists_wire_names_beside_advertised_identifiers():
         "pluginregistration.Registration",
         "k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin",
         "k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin",
+        "v1.DRAResourceHealth",
         "v1alpha1.DRAResourceHealth",
         "v1alpha3.Node",
     ]

@@ -11,7 +11,8 @@ import pytest
 from kubelet_dra.api import services
 from kubelet_dra.api.services import (
     ALL_SERVICES,
-    DRA_HEALTH,
+    DRA_HEALTH_V1,
+    DRA_HEALTH_V1ALPHA1,
     DRA_SERVICES,
     DRA_V1,
     DRA_V1ALPHA4,
@@ -33,7 +34,8 @@ SPEC_METHODS = {
         "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodePrepareResources",
         "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin/NodeUnprepareResources",
     ],
-    DRA_HEALTH: ["/v1alpha1.DRAResourceHealth/NodeWatchResources"],
+    DRA_HEALTH_V1: ["/v1.DRAResourceHealth/NodeWatchResources"],
+    DRA_HEALTH_V1ALPHA1: ["/v1alpha1.DRAResourceHealth/NodeWatchResources"],
     DRA_V1ALPHA4: ["/v1alpha3.Node/NodePrepareResources", "/v1alpha3.Node/NodeUnprepareResources"],
 }
 
@@ -47,7 +49,8 @@ SPEC_NAMES = [
         "k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin",
         "k8s.io.kubelet.pkg.apis.dra.v1beta1",
     ),
-    (DRA_HEALTH, "v1alpha1.DRAResourceHealth", "v1alpha1.DRAResourceHealth", "v1alpha1"),
+    (DRA_HEALTH_V1, "v1.DRAResourceHealth", "v1.DRAResourceHealth", "v1"),
+    (DRA_HEALTH_V1ALPHA1, "v1alpha1.DRAResourceHealth", "v1alpha1.DRAResourceHealth", "v1alpha1"),
     (DRA_V1ALPHA4, "v1alpha3.NodeService", "v1alpha3.Node", "v1alpha3"),
 ]
 
@@ -57,7 +60,10 @@ SPEC_RPCS = {
         "GetInfo": ("InfoRequest", "PluginInfo", False),
         "NotifyRegistrationStatus": ("RegistrationStatus", "RegistrationStatusResponse", False),
     },
-    DRA_HEALTH: {"NodeWatchResources": ("NodeWatchResourcesRequest", "NodeWatchResourcesResponse", True)},
+    **{
+        service: {"NodeWatchResources": ("NodeWatchResourcesRequest", "NodeWatchResourcesResponse", True)}
+        for service in (DRA_HEALTH_V1, DRA_HEALTH_V1ALPHA1)
+    },
     **{
         service: {
             "NodePrepareResources": ("NodePrepareResourcesRequest", "NodePrepareResourcesResponse", False),

@@ -69,6 +69,7 @@ BITES = (
     Bite("getinfo-endpoint", "/nonexistent/dra.sock", REG_DOWN | _ids("REG-007") | UNREGISTERED),
     Bite("versions", "none", REG_DOWN | _ids("REG-006 VER-004") | UNREGISTERED),
     Bite("notify-error", "nope", REG_DOWN | _ids("REG-008") | UNREGISTERED),
+    Bite("health-advertise", "v1alpha1", frozenset(), focus=r"^(VER-008|HEA-00[12])$", warned=_ids("VER-008")),
     Bite(
         "serve-advertised-name",
         "true",

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from kubelet_dra.api.services import DRA_HEALTH_V1
 from kubelet_dra.conformance.context import Capabilities, CheckContext, SuiteOptions
 from kubelet_dra.conformance.framework import CHECKS, HEALTH, NEEDS, CheckFailed, all_checks
 from kubelet_dra.conformance.runner import Selection, Target, run_suite
@@ -42,7 +43,7 @@ async def test_a_bad_health_report_fails_its_check(
     async with Testbed() as bed:
         driver = await bed.add_driver(DriverSpec(GPU, extra_args=("--devices", "4", "--health")))
         await objects.apply(bed.kube, manifests.device_class(GPU))
-        capabilities = Capabilities(GPU, "", (), "", True, True, True, True)
+        capabilities = Capabilities(GPU, "", (), "", (DRA_HEALTH_V1,), True, True, True)
         ctx = CheckContext(bed, driver, capabilities, SuiteOptions(), GPU)
         await bed.until(ctx.slices, timeout=10, what="slices")
         await CHECKS[check_id].run(ctx)  # a healthy driver passes

@@ -30,6 +30,8 @@ from driver_support import (
 
 from kubelet_dra.api import dra_v1_pb2 as v1
 from kubelet_dra.api.services import (
+    DRA_HEALTH_V1,
+    DRA_HEALTH_V1ALPHA1,
     DRA_V1,
     DRA_V1ALPHA4,
     DRA_V1BETA1,
@@ -38,7 +40,7 @@ from kubelet_dra.api.services import (
     negotiate,
 )
 from kubelet_dra.driver import control
-from kubelet_dra.driver.knobs import KNOBS, VERSION_CHOICES
+from kubelet_dra.driver.knobs import HEALTH_ADVERTISE_CHOICES, KNOBS, VERSION_CHOICES
 from kubelet_dra.driver.plugin import DriverPlugin
 from kubelet_dra.errors import DriverError
 from kubelet_dra.kube.client import KubeClient, api_path
@@ -102,6 +104,29 @@ async def _(env: Env, kube: KubeClient, plugin: DriverPlugin) -> None:
 async def _(env: Env, kube: KubeClient, plugin: DriverPlugin) -> None:
     await set_knobs(plugin, getinfo_endpoint="dra.sock")
     assert (await get_info(plugin.settings.registration_socket)).endpoint == "dra.sock"
+
+
+@case("health-advertise")
+async def _(env: Env, kube: KubeClient, plugin: DriverPlugin) -> None:
+    """Each value changes what GetInfo advertises; both health services are served whatever is advertised."""
+    expected = {
+        "both": ["v1.DRAResourceHealth", "v1alpha1.DRAResourceHealth"],
+        "v1": ["v1.DRAResourceHealth"],
+        "v1alpha1": ["v1alpha1.DRAResourceHealth"],
+        "none": [],
+    }
+    assert set(expected) == set(HEALTH_ADVERTISE_CHOICES)
+    async with env.driver_plugin(driver="health.example.com", health=True, devices=1) as healthy:
+        for value, advertised in expected.items():
+            await set_knobs(healthy, health_advertise=value)
+            info = await get_info(healthy.settings.registration_socket)
+            assert list(info.supported_versions) == ["v1.DRAPlugin", "v1beta1.DRAPlugin", *advertised], value
+            for service in (DRA_HEALTH_V1, DRA_HEALTH_V1ALPHA1):
+                async with channel(healthy.settings.service_socket) as opened:
+                    call = service.stub(opened).NodeWatchResources(service.message_class("NodeWatchResourcesRequest")())
+                    first = await asyncio.wait_for(call.read(), 5)
+                    assert [d.device.device_name for d in first.devices] == ["device-0"], (value, service.advertised)
+                    call.cancel()
 
 
 @case("versions")

@@ -9,7 +9,7 @@ import pytest
 from driver_support import Env, channel
 
 from kubelet_dra.api import dra_health_v1alpha1_pb2 as pb
-from kubelet_dra.api.services import DRA_HEALTH
+from kubelet_dra.api.services import DRA_HEALTH_V1ALPHA1
 from kubelet_dra.driver import control
 from kubelet_dra.errors import UsageError
 
@@ -21,7 +21,7 @@ def states(response: pb.NodeWatchResourcesResponse) -> dict[str, str]:
 async def test_stream_repeats_the_full_list_and_follows_health_changes(env: Env) -> None:
     driver = env.driver_plugin(health=True, health_interval=0.2, devices=2)
     async with driver as plugin, channel(plugin.settings.service_socket) as opened:
-        stream = DRA_HEALTH.stub(opened).NodeWatchResources(pb.NodeWatchResourcesRequest())
+        stream = DRA_HEALTH_V1ALPHA1.stub(opened).NodeWatchResources(pb.NodeWatchResourcesRequest())
         first = await stream.read()
         assert states(first) == {"device-0": "HEALTHY", "device-1": "HEALTHY"}
         assert {d.device.pool_name for d in first.devices} == {env.node}

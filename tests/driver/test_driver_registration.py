@@ -35,10 +35,15 @@ async def test_get_info_describes_a_dra_plugin(env: Env) -> None:
     assert negotiate(info.supported_versions).advertised == "v1.DRAPlugin"
 
 
-async def test_health_is_advertised_last_when_enabled(env: Env) -> None:
+async def test_health_is_advertised_last_when_enabled_both_versions_as_the_1_37_helper_does(env: Env) -> None:
     async with env.driver_plugin(health=True) as plugin:
         info = await get_info(plugin.settings.registration_socket)
-    assert list(info.supported_versions) == ["v1.DRAPlugin", "v1beta1.DRAPlugin", "v1alpha1.DRAResourceHealth"]
+    assert list(info.supported_versions) == [
+        "v1.DRAPlugin",
+        "v1beta1.DRAPlugin",
+        "v1.DRAResourceHealth",
+        "v1alpha1.DRAResourceHealth",
+    ]
 
 
 async def test_notify_records_the_status_and_answers_a_rejection_with_an_error(env: Env) -> None:

@@ -20,7 +20,7 @@ import grpc
 
 from kubelet_dra.api import dra_health_v1alpha1_pb2 as health_pb2
 from kubelet_dra.api import pluginregistration_pb2 as registration_pb2
-from kubelet_dra.api.services import DRA_HEALTH, DRA_V1, DRA_V1ALPHA4, DRA_V1BETA1, REGISTRATION, Service
+from kubelet_dra.api.services import DRA_HEALTH_V1ALPHA1, DRA_V1, DRA_V1ALPHA4, DRA_V1BETA1, REGISTRATION, Service
 
 
 def short_tempdir() -> Path:
@@ -91,7 +91,7 @@ class Registration(REGISTRATION.servicer):  # type: ignore[misc,name-defined]
             type=driver.plugin_type,
             name=driver.name,
             endpoint=driver.endpoint if driver.endpoint is not None else str(driver.service_socket),
-            supported_versions=driver.versions,
+            supported_versions=[*driver.versions, *driver.health_advertised],
         )
 
     async def NotifyRegistrationStatus(self, request, context):
@@ -130,7 +130,7 @@ def dra_servicer(service: Service, driver: TinyDriver) -> object:
     return Servicer()
 
 
-class Health(DRA_HEALTH.servicer):  # type: ignore[misc,name-defined]
+class Health(DRA_HEALTH_V1ALPHA1.servicer):  # type: ignore[misc,name-defined]
     """Streams whatever the test puts into ``driver.health_reports``; ``None`` ends the stream."""
 
     def __init__(self, driver: TinyDriver) -> None:
@@ -157,6 +157,8 @@ class TinyDriver:
     versions: Sequence[str] = ("v1.DRAPlugin", "v1beta1.DRAPlugin")
     serves: Sequence[str] = ("v1", "v1beta1")
     health: bool = False
+    """Serve v1alpha1.DRAResourceHealth (and advertise it, unless ``health_advertised`` says otherwise)."""
+    health_advertised: Sequence[str] = attrs.field()
     endpoint: str | None = None
     socket_name: str = ""
     service_socket_name: str = "dra.sock"
@@ -171,6 +173,10 @@ class TinyDriver:
     health_streams: int = 0
     health_reports: asyncio.Queue[health_pb2.NodeWatchResourcesResponse | None] = attrs.field(factory=asyncio.Queue)
     _servers: list[grpc.aio.Server] = attrs.field(factory=list)
+
+    @health_advertised.default
+    def _advertise_what_is_served(self) -> Sequence[str]:
+        return (DRA_HEALTH_V1ALPHA1.advertised,) if self.health else ()
 
     @property
     def registration_socket(self) -> Path:
@@ -191,7 +197,7 @@ class TinyDriver:
         for version in self.serves:
             SERVICES[version].add_to_server(dra_servicer(SERVICES[version], self), server)
         if self.health:
-            DRA_HEALTH.add_to_server(Health(self), server)
+            DRA_HEALTH_V1ALPHA1.add_to_server(Health(self), server)
         await self._serve(server, self.service_socket)
 
     async def start_registration(self) -> None:

@@ -16,6 +16,7 @@ from kubelet_dra.api import dra_v1_pb2
 from kubelet_dra.node import Node
 from kubelet_dra.plugins import DriverNotRegistered, Health, PluginMap
 from kubelet_dra.registration import SocketPhase
+from kubelet_dra.release import V1_36, V1_37
 
 from .support import FakeClock, TinyDriver
 
@@ -263,15 +264,62 @@ async def test_health_transitions_staleness_and_stream_restart(node_factory, mak
         await driver.until(lambda: driver.health_streams == 2)
 
 
-async def test_driver_without_health_service_is_retried_every_five_seconds(node_factory, make_driver, clock):
+async def test_1_36_streams_health_from_a_driver_without_the_service_every_five_seconds(
+    node_factory, make_driver, clock
+):
     driver = make_driver()
-    async with node_factory() as node:
+    async with node_factory(release=V1_36) as node:
         await driver.start()
         await node.wait_for(lambda: len(node.recorder.records(method="NodeWatchResources")) == 1)
         [record] = node.recorder.records(method="NodeWatchResources")
         assert (record.status, record.streaming) == ("UNIMPLEMENTED", True)
+        assert record.method == "/v1alpha1.DRAResourceHealth/NodeWatchResources", "advertised or not"
         await clock.advance(5)
         await node.wait_for(lambda: len(node.recorder.records(method="NodeWatchResources")) == 2)
+
+
+async def test_1_37_never_opens_a_health_stream_the_driver_does_not_advertise(node_factory, make_driver, clock):
+    driver = make_driver()
+    async with node_factory(release=V1_37) as node:
+        await driver.start()
+        await node.wait_for(connected(node, driver.name))
+        await clock.advance(5)
+        await asyncio.sleep(0.2)
+        assert node.recorder.records(method="NodeWatchResources") == []
+        assert node.plugins.instances(driver.name)[0].chosen_health_service == ""
+
+
+async def test_1_37_stops_asking_for_health_after_unimplemented(node_factory, make_driver, clock):
+    """A driver that advertises health without serving it is asked once, not every five seconds."""
+    driver = make_driver(health_advertised=["v1alpha1.DRAResourceHealth"])
+    async with node_factory(release=V1_37) as node:
+        await driver.start()
+        await node.wait_for(lambda: len(node.recorder.records(method="NodeWatchResources")) == 1)
+        [record] = node.recorder.records(method="NodeWatchResources")
+        assert record.status == "UNIMPLEMENTED"
+        await clock.advance(15)
+        await asyncio.sleep(0.2)
+        assert len(node.recorder.records(method="NodeWatchResources")) == 1
+
+
+@pytest.mark.parametrize(
+    ("advertised", "chosen"),
+    [
+        (["v1alpha1.DRAResourceHealth", "v1.DRAResourceHealth"], "v1.DRAResourceHealth"),
+        (["v1alpha1.DRAResourceHealth"], "v1alpha1.DRAResourceHealth"),
+        (["v1.DRAResourceHealth"], "v1.DRAResourceHealth"),
+    ],
+)
+async def test_1_37_prefers_health_v1_whatever_the_driver_order(
+    node_factory, make_driver, advertised: list[str], chosen: str
+):
+    driver = make_driver(health_advertised=advertised)
+    async with node_factory(release=V1_37) as node:
+        await driver.start()
+        await node.wait_for(lambda: node.recorder.records(method="NodeWatchResources"))
+        assert node.plugins.instances(driver.name)[0].chosen_health_service == chosen
+        [record] = node.recorder.records(method="NodeWatchResources")[:1]
+        assert record.method == f"/{chosen}/NodeWatchResources"
 
 
 async def test_the_registration_handshake_is_recorded_too(node_factory, make_driver, tmp: Path):

@@ -24,6 +24,20 @@ def test_command_words_fills_every_placeholder():
     assert words == ["/py", "drv", "--node=n1", "-k", "/k", "/r x", "/p", "/c"]
 
 
+def test_command_words_read_line_continuations_as_spaces():
+    """A multi-line command pasted inside quotes keeps its backslash-newlines; a shell would have joined them."""
+    template = "drv --node-name {node} \\\n    --cdi-root /c \\\n  --v 4"
+    assert command_words(template, {"node": "n1"}, where="w") == [
+        "drv",
+        "--node-name",
+        "n1",
+        "--cdi-root",
+        "/c",
+        "--v",
+        "4",
+    ]
+
+
 @pytest.mark.parametrize(
     ("template", "message"),
     [("drv --x {nodename}", "unknown placeholder {nodename}"), ("drv 'open", "cannot split"), ("   ", "is empty")],

@@ -1,7 +1,8 @@
 """HEA: the optional DRAResourceHealth stream (SPEC §5.11, §6.6 C14).
 
-Only for drivers that advertise ``v1alpha1.DRAResourceHealth``: the kubelet opens
-``NodeWatchResources`` and takes every message as the full list of the driver's devices; a device
+Only for drivers that advertise ``v1.DRAResourceHealth`` or ``v1alpha1.DRAResourceHealth``: the kubelet
+opens ``NodeWatchResources`` on the one it prefers (v1 first, as 1.37 does) and takes every message as
+the full list of the driver's devices; a device
 not reported again within its timeout (the message's ``health_check_timeout_seconds``, else 30 s)
 reads as Unknown in pod status. So the stream must start at once, name every published device,
 and repeat itself more often than the timeout.
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 import attrs
 
 from kubelet_dra.api import dra_health_v1alpha1_pb2 as health_pb2
+from kubelet_dra.api.services import HealthResponse
 from kubelet_dra.conformance.context import CheckContext
 from kubelet_dra.conformance.framework import HEALTH, check
 from kubelet_dra.errors import StateError
@@ -35,10 +37,10 @@ NODE_VIEW_WITHIN = DEFAULT_HEALTH_RESTART_DELAY + FIRST_MESSAGE_WITHIN + MARGIN
 class Watch:
     """The health stream as the suite follows it: each message with the time it arrived."""
 
-    messages: list[tuple[float, health_pb2.NodeWatchResourcesResponse]] = attrs.Factory(list)
+    messages: list[tuple[float, HealthResponse]] = attrs.Factory(list)
     arrived: asyncio.Event = attrs.Factory(asyncio.Event)
 
-    def handle(self, response: health_pb2.NodeWatchResourcesResponse) -> None:
+    def handle(self, response: HealthResponse) -> None:
         self.messages.append((time.monotonic(), response))
         self.arrived.set()
 
@@ -58,7 +60,8 @@ class Watch:
 async def watch(ctx: CheckContext, count: int, timeout: float) -> Watch:
     """Open NodeWatchResources on the node's connection and collect up to ``count`` messages."""
     stream = Watch()
-    task = asyncio.create_task(ctx.client().node_watch_resources(stream.handle))
+    service = ctx.capabilities.health_services[0]
+    task = asyncio.create_task(ctx.client().node_watch_resources(service, stream.handle))
 
     async def close() -> None:
         task.cancel()
@@ -74,7 +77,7 @@ async def watch(ctx: CheckContext, count: int, timeout: float) -> Watch:
     return stream
 
 
-def timeout_of(response: health_pb2.NodeWatchResourcesResponse) -> float:
+def timeout_of(response: HealthResponse) -> float:
     """The shortest staleness timeout the kubelet applies to the devices of this message."""
     timeouts = [
         float(d.health_check_timeout_seconds) if d.health_check_timeout_seconds > 0 else DEFAULT_HEALTH_TIMEOUT
@@ -83,7 +86,7 @@ def timeout_of(response: health_pb2.NodeWatchResourcesResponse) -> float:
     return min(timeouts, default=DEFAULT_HEALTH_TIMEOUT)
 
 
-def reported(response: health_pb2.NodeWatchResourcesResponse) -> set[tuple[str, str]]:
+def reported(response: HealthResponse) -> set[tuple[str, str]]:
     return {(d.device.pool_name, d.device.device_name) for d in response.devices}
 
 
@@ -95,7 +98,7 @@ async def published(ctx: CheckContext) -> set[tuple[str, str]]:
     }
 
 
-def first(ctx: CheckContext, stream: Watch) -> health_pb2.NodeWatchResourcesResponse:
+def first(ctx: CheckContext, stream: Watch) -> HealthResponse:
     ctx.expect(stream.messages, f"NodeWatchResources sent nothing within {FIRST_MESSAGE_WITHIN:g} s")
     return stream.messages[0][1]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import grpc
 
-from kubelet_dra.api.services import DRA_HEALTH, DRA_SERVICES, Service, full_method, negotiate
+from kubelet_dra.api.services import DRA_HEALTH_V1, DRA_HEALTH_V1ALPHA1, DRA_SERVICES, Service, full_method, negotiate
 from kubelet_dra.conformance.context import CheckContext, claim_ref
 from kubelet_dra.conformance.framework import HEALTH, check
 from kubelet_dra.conformance.probe import RawCallFailed, raw_call, service_for
@@ -140,7 +140,7 @@ async def identifiers_well_formed(ctx: CheckContext) -> None:
     ctx.expect(versions, f"no supported_versions known: {ctx.capabilities.registration_error or 'GetInfo listed none'}")
     duplicates = sorted({v for v in versions if versions.count(v) > 1})
     ctx.expect(not duplicates, f"listed more than once: {duplicates}")
-    wire = {s.wire_name: s for s in (*DRA_SERVICES, DRA_HEALTH)}
+    wire = {s.wire_name: s for s in (*DRA_SERVICES, DRA_HEALTH_V1ALPHA1)}
     mistaken = [v for v in versions if v in wire and wire[v].advertised != v]
     ctx.expect(
         not mistaken, f"{mistaken} are wire service names; advertise {[wire[v].advertised for v in mistaken]} instead"
@@ -208,22 +208,29 @@ async def one_connection(ctx: CheckContext) -> None:
 
 @check(
     "VER-008",
-    "the advertised health service streams under its wire name",
+    "every advertised health service streams under its wire name",
     tags=(*TAGS, "health"),
-    reference="SPEC §5.11, §6.6 C14",
+    reference="SPEC §5.11, §6.6 C14; SPEC-1.37 §2.1",
     needs=(HEALTH,),
 )
 async def health_wire_name(ctx: CheckContext) -> None:
+    services = ctx.capabilities.health_services
+    if DRA_HEALTH_V1 not in services:
+        ctx.warn(
+            f"only {DRA_HEALTH_V1ALPHA1.advertised} is advertised: deprecated in 1.37 and to be removed in 1.40;"
+            f" advertise {DRA_HEALTH_V1.advertised} too (the 1.37 kubeletplugin helper serves and advertises both)"
+        )
     channel = grpc.aio.insecure_channel(f"unix:{ctx.capabilities.endpoint}")
     try:
-        call = DRA_HEALTH.stub(channel).NodeWatchResources(DRA_HEALTH.message_class("NodeWatchResourcesRequest")())
-        try:
-            first = await asyncio.wait_for(call.read(), HEALTH_FIRST_MESSAGE)
-        except grpc.aio.AioRpcError as err:
-            ctx.fail(f"{DRA_HEALTH.method_path('NodeWatchResources')} failed: {err.code().name} {err.details()}")
-        except TimeoutError:
-            ctx.fail(f"the health stream sent nothing within {HEALTH_FIRST_MESSAGE:g} s")
-        ctx.expect(first is not grpc.aio.EOF, "the health stream ended without a message")
-        call.cancel()
+        for service in services:
+            call = service.stub(channel).NodeWatchResources(service.message_class("NodeWatchResourcesRequest")())
+            try:
+                first = await asyncio.wait_for(call.read(), HEALTH_FIRST_MESSAGE)
+            except grpc.aio.AioRpcError as err:
+                ctx.fail(f"{service.method_path('NodeWatchResources')} failed: {err.code().name} {err.details()}")
+            except TimeoutError:
+                ctx.fail(f"the {service.advertised} stream sent nothing within {HEALTH_FIRST_MESSAGE:g} s")
+            ctx.expect(first is not grpc.aio.EOF, f"the {service.advertised} stream ended without a message")
+            call.cancel()
     finally:
         await channel.close()
