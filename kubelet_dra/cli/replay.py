@@ -12,7 +12,7 @@ from rich.markup import escape
 from kubelet_dra.cli import nodeflags, output
 from kubelet_dra.cli.command import Command
 from kubelet_dra.errors import UsageError
-from kubelet_dra.release import KubeletRelease, release
+from kubelet_dra.release import release
 from kubelet_dra.scenarios import report
 from kubelet_dra.scenarios.loader import ScenarioError, load
 from kubelet_dra.scenarios.model import Scenario, Step
@@ -50,7 +50,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    scenarios = _with_release(release(args.kubelet_version), _with_drivers(args.driver, _load_all(args.files)))
+    kubelet = release(args.kubelet_version)
+    scenarios = [scenario.on(kubelet) for scenario in _with_drivers(args.driver, _load_all(args.files))]
     faults = _faults(args.fault, scenarios)
     if args.check:
         if args.output == "json":
@@ -109,17 +110,6 @@ def _with_drivers(texts: list[str], scenarios: list[Scenario]) -> list[Scenario]
         )
         for scenario in scenarios
     ]
-
-
-def _with_release(kubelet: KubeletRelease, scenarios: list[Scenario]) -> list[Scenario]:
-    """The scenarios that do not pin a kubelet release, on ``kubelet``; the others keep theirs."""
-    on_kubelet = [
-        attrs.evolve(scenario.node, options=attrs.evolve(scenario.node.options, release=kubelet))
-        if not scenario.node.release_pinned
-        else scenario.node
-        for scenario in scenarios
-    ]
-    return [attrs.evolve(scenario, node=node) for scenario, node in zip(scenarios, on_kubelet, strict=True)]
 
 
 def _faults(texts: list[str], scenarios: list[Scenario]) -> dict[str, dict[str, str]]:

@@ -14,7 +14,7 @@ import attrs
 
 from kubelet_dra.node import NodeOptions
 from kubelet_dra.plugins import PluginMap
-from kubelet_dra.release import RELEASES
+from kubelet_dra.release import RELEASES, KubeletRelease
 
 DEFAULT_WITHIN = 10.0
 DEFAULT_STEP_TIMEOUT = 30.0
@@ -122,6 +122,13 @@ class Scenario:
 
     def driver(self, driver_id: str) -> DriverDef:
         return next(driver for driver in self.drivers if driver.id == driver_id)
+
+    def on(self, kubelet: KubeletRelease) -> Scenario:
+        """This scenario on the ``kubelet`` release, unless the file pins its own."""
+        if self.node.release_pinned:
+            return self
+        options = attrs.evolve(self.node.options, release=kubelet)
+        return attrs.evolve(self, node=attrs.evolve(self.node, options=options))
 
 
 def node_options(node: Mapping[str, Any], timing: Mapping[str, Any]) -> NodeOptions:

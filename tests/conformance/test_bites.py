@@ -23,6 +23,7 @@ from kubelet_dra.conformance.framework import HEALTH, all_checks
 from kubelet_dra.conformance.runner import Selection, Target, run_suite
 from kubelet_dra.driver.knobs import KNOBS
 from kubelet_dra.junit import FAILED, SKIPPED
+from kubelet_dra.release import RELEASES, KubeletRelease
 
 from .reference import REFERENCE
 
@@ -134,9 +135,11 @@ async def test_the_suite_bites(bite: Bite) -> None:
     assert bite.warned <= warned, {r.id: r.warnings for r in suite.results}
 
 
-async def test_the_reference_driver_passes_every_check() -> None:
-    """The control row: no knob, the whole suite, health on: nothing fails, only checks without a need skip."""
-    suite = await run_suite(Target(driver_cmd=DRIVER), OPTIONS)
+@pytest.mark.parametrize("kubelet", RELEASES.values(), ids=RELEASES)
+async def test_the_reference_driver_passes_every_check(kubelet: KubeletRelease) -> None:
+    """The control row: no knob, the whole suite, health on: nothing fails, only checks without a need skip,
+    under every release kubelet-dra emulates."""
+    suite = await run_suite(Target(driver_cmd=DRIVER, release=kubelet), OPTIONS)
     assert suite.ids(FAILED) == [], {r.id: r.reason for r in suite.results if r.result == FAILED}
     assert suite.ids(SKIPPED) == [], {r.id: r.reason for r in suite.results if r.result == SKIPPED}
     assert len(suite.results) == len(all_checks())

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kubelet_dra import log
+from kubelet_dra.release import RELEASES
 from kubelet_dra.scenarios.loader import load, loads
 from kubelet_dra.scenarios.report import failures
 from kubelet_dra.scenarios.runner import ReplayOptions, ScenarioResult, replay
@@ -29,9 +30,14 @@ def test_the_library_covers_the_node_e2e_situations():
     assert len(set(names)) == len(names), "scenario names are unique"
 
 
+@pytest.mark.parametrize("kubelet", RELEASES)
 @pytest.mark.parametrize("name", FILES)
-async def test_scenario_replays_green(name: str):
-    result = await replay(load(LIBRARY / name))
+async def test_scenario_replays_green(name: str, kubelet: str):
+    """Under every release kubelet-dra emulates, but a file that pins its release only under that one."""
+    scenario = load(LIBRARY / name)
+    if scenario.node.release_pinned and scenario.node.options.release.name != kubelet:
+        pytest.skip(f"pinned to kubelet {scenario.node.options.release.name}")
+    result = await replay(scenario.on(RELEASES[kubelet]))
     assert result.passed, failures(result)
     assert result.results, "it ran its steps"
 
