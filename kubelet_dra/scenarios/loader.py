@@ -181,17 +181,22 @@ def _semantic_problems(document: dict[str, Any]) -> Iterator[tuple[FieldPath, st
         for knob, value in ((driver.get("reference") or {}).get("faults") or {}).items():
             yield from _knob_problems(knob, value, (*path, "reference", "faults", knob))
     node = document.get("node") or {}
-    if "featureGates" in node and "kubeletVersion" not in node:
-        yield ("node", "featureGates"), "feature gates exist only in some releases: pin node.kubeletVersion too"
-    pinned = RELEASES.get(node.get("kubeletVersion", ""))
-    gated = (node.get("featureGates") or {}).get("DRAOptionalNodeOperations")
-    if gated and pinned and not pinned.optional_node_operations:
-        yield ("node", "featureGates"), f"kubelet {pinned.name} has no DRAOptionalNodeOperations gate"
+    yield from _release_problems(node, ("node",))
     embedded = "kubeconfig" not in node
     for index, step in enumerate(document.get("steps") or []):
         yield from _step_problems(step, ("steps", index), drivers)
         if not embedded and _only_key(step, schema.ACTIONS) in APISERVER_ACTIONS:
             yield ("steps", index), "with node.kubeconfig the API server is a real cluster's: it cannot be stopped"
+
+
+def _release_problems(section: Mapping[str, Any], path: FieldPath) -> Iterator[tuple[FieldPath, str]]:
+    """A ``kubeletVersion`` with ``featureGates`` (of the node, or of a ``restartNode`` step) that go together."""
+    if "featureGates" in section and "kubeletVersion" not in section:
+        yield (*path, "featureGates"), "feature gates exist only in some releases: pin kubeletVersion too"
+    pinned = RELEASES.get(section.get("kubeletVersion", ""))
+    gated = (section.get("featureGates") or {}).get("DRAOptionalNodeOperations")
+    if gated and pinned and not pinned.optional_node_operations:
+        yield (*path, "featureGates"), f"kubelet {pinned.name} has no DRAOptionalNodeOperations gate"
 
 
 def _placeholder_problems(command: str, path: FieldPath) -> Iterator[tuple[FieldPath, str]]:
@@ -227,6 +232,8 @@ def _step_problems(
         yield from _driver_problems(args, (*path, action), drivers, controllable=True)
     if isinstance(args, dict) and "driver" in args:
         yield from _driver_problems(args["driver"], (*path, action, "driver"), drivers, control=action)
+    if action == "restartNode" and args:
+        yield from _release_problems(args, (*path, action))
     if action == "fault":
         for knob, value in (args.get("set") or {}).items():
             yield from _knob_problems(knob, value, (*path, action, "set", knob))

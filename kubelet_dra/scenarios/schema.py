@@ -95,6 +95,10 @@ def exactly_one(properties: dict[str, Any], choices: tuple[str, ...], common: di
 
 
 NO_ARGUMENTS = {"type": ["null", "object"], "additionalProperties": False, "properties": {}}
+RELEASE = {
+    "kubeletVersion": enum(tuple(RELEASES), "pin the kubelet release (default: kubelet-dra replay --kubelet-version)"),
+    "featureGates": obj({"DRAOptionalNodeOperations": boolean("alpha in 1.37, default false; needs kubeletVersion")}),
+}
 DRIVER_ID = string("a driver id from `drivers`", pattern=ID_PATTERN)
 POD_REF = {
     "pod": string("pod name"),
@@ -259,7 +263,12 @@ ACTIONS: dict[str, dict[str, Any]] = {
     "stop": DRIVER_ID,
     "kill": DRIVER_ID,
     "restart": DRIVER_ID,
-    "restartNode": NO_ARGUMENTS,
+    "restartNode": {
+        **NO_ARGUMENTS,
+        "properties": RELEASE,
+        "description": "restart the simulated kubelet, keeping its checkpoint; with kubeletVersion as that release"
+        " (an upgrade or a downgrade), with its featureGates",
+    },
     "stopNode": NO_ARGUMENTS,
     "startNode": NO_ARGUMENTS,
     "stopApiServer": NO_ARGUMENTS,
@@ -305,12 +314,7 @@ SCHEMA: dict[str, Any] = {
             "node": obj(
                 {
                     "name": string("node name (default node-1)"),
-                    "kubeletVersion": enum(
-                        tuple(RELEASES), "pin the kubelet release (default: kubelet-dra replay --kubelet-version)"
-                    ),
-                    "featureGates": obj(
-                        {"DRAOptionalNodeOperations": boolean("alpha in 1.37, default false; needs kubeletVersion")}
-                    ),
+                    **RELEASE,
                     "kubeletTiming": boolean("reconcile every second like the kubelet"),
                     "pluginMap": enum(("instances", "replace")),
                     "legacyServices": boolean("accept ≤1.32 services (v1alpha4)"),

@@ -10,7 +10,10 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import attrs
+
 from kubelet_dra.errors import StateError
+from kubelet_dra.release import RELEASES
 from kubelet_dra.scenarios.context import Context
 from kubelet_dra.scenarios.loader import knob_text
 from kubelet_dra.scenarios.model import seconds
@@ -101,9 +104,16 @@ def _startup_wipe(ctx: Context) -> str:
     return f"start-up wipe {'would delete' if outcome.dry_run else 'deleted'} {outcome.deleted} ResourceSlice(s)"
 
 
-async def restart_node(ctx: Context, _: None) -> str:
-    await ctx.bed.restart_node()
-    return f"checkpoint kept; {_startup_wipe(ctx)}"
+async def restart_node(ctx: Context, args: dict[str, Any] | None) -> str:
+    """A kubelet restart; with ``kubeletVersion`` an upgrade or downgrade to that release (gates off unless given)."""
+    args = args or {}
+    if "kubeletVersion" not in args:
+        await ctx.bed.restart_node()
+        return f"checkpoint kept; {_startup_wipe(ctx)}"
+    release = RELEASES[args["kubeletVersion"]]
+    gate = bool((args.get("featureGates") or {}).get("DRAOptionalNodeOperations"))
+    await ctx.bed.restart_node(attrs.evolve(ctx.bed.options.node, release=release, optional_node_operations=gate))
+    return f"now kubelet {release.version}; checkpoint kept; {_startup_wipe(ctx)}"
 
 
 async def stop_node(ctx: Context, _: None) -> str:

@@ -200,8 +200,11 @@ class Testbed:
             self.past_calls.extend(node.recorder.records())
             await node.__aexit__(None, None, None)
 
-    async def restart_node(self) -> Node:
+    async def restart_node(self, options: NodeOptions | None = None) -> Node:
+        """Stop and start the simulated kubelet; with ``options`` (another release, say) it starts with those."""
         await self.stop_node()
+        if options is not None:
+            self.options = attrs.evolve(self.options, node=options)
         return await self.start_node()
 
     def calls(self, *, driver: str | None = None, method: str | None = None) -> list[CallRecord]:

@@ -50,6 +50,10 @@ BREAKERS: dict[str, Breaker] = {
     "one-connection-for-all-calls.yaml": Breaker(
         "step 3: pod p1 phase=Running", faults={"gpu": {"prepare-error": "no power"}}
     ),
+    "optional-node-operations.yaml": Breaker(
+        "the unprepare is skipped",
+        mutation=("skipNodeOperations: [NodeUnprepareResources]", "skipNodeOperations: []"),
+    ),
     "pod-lifecycle.yaml": Breaker(
         "step 4: cdi p1 container=main ids=[k8s.gpu.example.com/device=*]", faults={"gpu": {"cdi-unqualified": "true"}}
     ),
@@ -61,6 +65,12 @@ BREAKERS: dict[str, Breaker] = {
         "step 6: cdi p1 container=main count=2 ids=[k8s.gpu.example.com/device=common]",
         faults={"gpu": {"cdi-unqualified": "true"}},
     ),
+    "prepare-while-unpreparing-1-36.yaml": Breaker(
+        "joins the claim being unprepared", mutation=('kubeletVersion: "1.36"', 'kubeletVersion: "1.37"')
+    ),
+    "prepare-while-unpreparing-1-37.yaml": Breaker(
+        "refused while the claim is being unprepared", mutation=('kubeletVersion: "1.37"', 'kubeletVersion: "1.36"')
+    ),
     "register-after-getinfo-failure.yaml": Breaker(
         "registered once GetInfo answers", faults={"gpu": {"getinfo-type": "CSIPlugin"}}
     ),
@@ -69,6 +79,9 @@ BREAKERS: dict[str, Breaker] = {
     ),
     "register-after-plugin-restart.yaml": Breaker(
         "registered again after the plugin restart", mutation=("  - restart: gpu\n", "  - stop: gpu\n")
+    ),
+    "reprepare-replaces-devices.yaml": Breaker(
+        "prepared again after the restart", mutation=("  - restartNode:\n", "  - sleep: 100ms\n")
     ),
     "rolling-update-two-instances.yaml": Breaker(
         "both instances registered", mutation=("--registry-dir {registry_dir}/new", "--registry-dir {registry_dir}")
@@ -95,7 +108,19 @@ BREAKERS: dict[str, Breaker] = {
         "the healthy driver prepares its claim", faults={"gpu": {"prepare-error": "no power"}}
     ),
     "unprepare-fails-then-succeeds.yaml": Breaker("unprepare retried", faults={"gpu": {"unprepare-block": "true"}}),
+    "unprepare-names-from-cache-1-36.yaml": Breaker(
+        "nothing unprepared without the name in the pod", mutation=('kubeletVersion: "1.36"', 'kubeletVersion: "1.37"')
+    ),
+    "unprepare-names-from-cache-1-37.yaml": Breaker(
+        "unprepared by the name in the cache", mutation=('kubeletVersion: "1.37"', 'kubeletVersion: "1.36"')
+    ),
     "unprepare-pod-deleted-while-kubelet-down.yaml": Breaker(
         "claim of the deleted pod unprepared", faults={"gpu": {"unprepare-error": "busy"}}
+    ),
+    "unprepare-pod-reference-1-36.yaml": Breaker(
+        "unprepared although another pod uses it", mutation=('kubeletVersion: "1.36"', 'kubeletVersion: "1.37"')
+    ),
+    "unprepare-pod-reference-1-37.yaml": Breaker(
+        "the other pod's claim is left alone", mutation=('kubeletVersion: "1.37"', 'kubeletVersion: "1.36"')
     ),
 }

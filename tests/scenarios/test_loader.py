@@ -160,3 +160,13 @@ def test_wrong_shapes_are_named_not_crashed_on():
         "s.yaml:5:12: steps[1]: expected an object, got null",
         "s.yaml:5:27: steps[2].expect: expected an object or a list, got integer 3",
     ]
+
+
+def test_feature_gates_need_a_release_that_has_them_on_the_node_and_on_restart():
+    gate = "featureGates: {DRAOptionalNodeOperations: true}"
+    text = HEADER + f"node: {{{gate}}}\nsteps:\n  - restartNode: {{kubeletVersion: '1.36', {gate}}}\n"
+    assert errors(text) == [
+        "s.yaml:5:22: node.featureGates: feature gates exist only in some releases: pin kubeletVersion too",
+        "s.yaml:7:57: steps[0].restartNode.featureGates: kubelet 1.36 has no DRAOptionalNodeOperations gate",
+    ]
+    loads(HEADER + f"steps:\n  - restartNode: {{kubeletVersion: '1.37', {gate}}}\n  - restartNode:\n", "s.yaml")
