@@ -160,6 +160,8 @@ def _result(pick: Pick, share_id: Callable[[], str]) -> dict[str, Any]:
         result["shareID"] = share_id()
         if pick.consumed:
             result["consumedCapacity"] = {name: str(amount) for name, amount in pick.consumed.items()}
+    if candidate.skip_node_operations:
+        result["skipNodeOperations"] = list(candidate.skip_node_operations)
     return result
 
 

@@ -19,6 +19,8 @@ class Candidate:
     device: Mapping[str, Any]
     node_local: bool
     shared: bool
+    skip_node_operations: tuple[str, ...] = ()
+    """The slice's ``skipNodeOperations`` (1.37): the scheduler copies them into the allocation result."""
 
     @property
     def key(self) -> DeviceKey:
@@ -60,8 +62,9 @@ def candidates(slices: Iterable[Mapping[str, Any]], node: str) -> list[Candidate
         local = spec.get("nodeName") == node
         if not local and not spec.get("allNodes"):
             continue
+        skips = tuple(spec.get("skipNodeOperations") or ())
         found += [
-            Candidate(driver, pool, device, local, bool(device.get("allowMultipleAllocations")))
+            Candidate(driver, pool, device, local, bool(device.get("allowMultipleAllocations")), skips)
             for device in spec.get("devices") or []
         ]
     return found

@@ -149,3 +149,17 @@ def test_usage_reads_existing_allocations_exclusive_and_shared() -> None:
     usage = Usage.of([{"status": {"allocation": {"devices": {"results": [exclusive, shared, again]}}}}])
     assert usage.exclusive == {("d", "p", "x")}
     assert usage.consumed[("d", "p", "y")] == {"bw": 3_500_000_000}
+
+
+def test_a_slice_s_skip_node_operations_are_copied_into_the_result_as_the_scheduler_does() -> None:
+    skipping = slice_manifest("s", DRIVER, "node-a", [device("device-0")])
+    skipping["spec"]["skipNodeOperations"] = ["*"]
+    allocation = allocate(
+        claim_manifest("c", [request("gpu", "gpu")]), node="node-a", slices=[skipping], classes=CLASSES
+    )
+    [result] = allocation.results
+    assert result["skipNodeOperations"] == ["*"]
+    [plain] = allocate(
+        claim_manifest("c", [request("gpu", "gpu")]), node="node-a", slices=SLICES, classes=CLASSES
+    ).results
+    assert "skipNodeOperations" not in plain

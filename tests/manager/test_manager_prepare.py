@@ -158,7 +158,7 @@ async def test_a_claim_left_out_of_the_answer_fails_the_pod(env: NodeEnv) -> Non
         with pytest.raises(PrepareError) as failure:
             await manager.prepare_resources(pod)
         assert str(failure.value) == "prepare dynamic resources: NodePrepareResources skipped 1 ResourceClaims"
-        # The answered claim's devices were appended in memory; a failed pod writes no checkpoint after the call.
+        # The answered claim's devices were recorded in memory; a failed pod writes no checkpoint after the call.
         cached = manager.cache.get("default", name(kept))
         assert cached is not None and not cached.prepared
         assert [d.device_name for d in cached.driver_state[GPU]] == ["device-0"]
