@@ -75,6 +75,11 @@ class Capabilities:
     def health(self) -> bool:
         return bool(self.health_services)
 
+    def to_json(self) -> dict[str, Any]:
+        """The capabilities for ``--output json``: each health service by its advertised identifier."""
+        fields = attrs.asdict(self, filter=lambda field, _: field.name != "health_services")
+        return {**fields, "health": self.health, "health_services": [s.advertised for s in self.health_services]}
+
 
 @attrs.define
 class CheckContext:

@@ -197,7 +197,7 @@ class SuiteResult:
             "passed": self.passed,
             "counts": counts,
             "seconds": round(self.seconds, 3),
-            "capabilities": attrs.asdict(self.capabilities),
+            "capabilities": self.capabilities.to_json(),
             "testbed": self.testbed,
             "checks": [result.to_json() for result in self.results],
             "driverLog": self.driver_log,

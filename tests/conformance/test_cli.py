@@ -52,15 +52,16 @@ def test_usage_errors_exit_2_with_one_line(args: tuple[str, ...], message: str):
 def test_passing_run_exits_0_with_json_and_junit(tmp_path: Path):
     report = tmp_path / "conformance.xml"
     result = conformance(
-        "--driver-cmd", REFERENCE, "--focus", "^(REG-00[1-4]|SLC-001|VER-00[18])$", "--output", "json",
-        "--junit", str(report),
+        "--driver-cmd", f"{REFERENCE} --health", "--focus", "^(REG-00[1-4]|SLC-001|VER-00[18])$", "--output",
+        "json", "--junit", str(report),
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     document = json.loads(result.stdout)
-    assert document["passed"] and document["counts"] == {"passed": 6, "failed": 0, "skipped": 1}
+    assert document["passed"] and document["counts"] == {"passed": 7, "failed": 0, "skipped": 0}
     assert document["capabilities"]["driver_name"] == "gpu.example.com"
+    assert document["capabilities"]["health_services"] == ["v1.DRAResourceHealth", "v1alpha1.DRAResourceHealth"]
     suite = ET.parse(report).getroot()
-    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("7", "0", "1")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("skipped")) == ("7", "0", "0")
     names = [case.get("name", "") for case in suite.iter("testcase")]
     assert names[0].startswith("REG-001 ") and any(name.startswith("VER-008 ") for name in names)
     assert {case.get("classname") for case in suite.iter("testcase")} == {
