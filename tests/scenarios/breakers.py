@@ -25,10 +25,10 @@ BREAKERS: dict[str, Breaker] = {
     "driver-v1-only.yaml": Breaker("v1.DRAPlugin negotiated", faults={"gpu": {"versions": "v1beta1"}}),
     "driver-v1beta1-only.yaml": Breaker("v1beta1.DRAPlugin negotiated", faults={"gpu": {"versions": "v1"}}),
     "health-healthy-unhealthy-healthy.yaml": Breaker("device healthy", mutation=("health: true, ", "")),
-    "health-negotiation-1.36.yaml": Breaker(
+    "health-negotiation-1-36.yaml": Breaker(
         "health followed though not advertised", mutation=('kubeletVersion: "1.36"', 'kubeletVersion: "1.37"')
     ),
-    "health-negotiation-1.37.yaml": Breaker(
+    "health-negotiation-1-37.yaml": Breaker(
         "health not followed when not advertised", mutation=('kubeletVersion: "1.37"', 'kubeletVersion: "1.36"')
     ),
     "kubelet-restart-during-prepare-two-drivers.yaml": Breaker(
