@@ -108,13 +108,14 @@ class DRAClient:
             code, details = err.code(), err.details() or ""
             log.v(6).info("Call failed", status=code.name, details=details)
             raise
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, grpc.aio.UsageError) as err:
             code = grpc.StatusCode.CANCELLED
-            if _cancelled_by_caller():
+            if isinstance(err, asyncio.CancelledError) and _cancelled_by_caller():
                 details = "call cancelled by kubelet-dra"
                 raise
-            # The instance was unregistered and its channel closed during the call: a gRPC error, as in Go,
-            # so callers handle it like any failed call instead of being cancelled themselves.
+            # The instance was unregistered and its channel closed during the call (cancelled) or before it
+            # (grpc's "Channel is closed."): a gRPC error, as in Go, so callers handle it like any failed call
+            # instead of being cancelled or failing themselves.
             details = CONNECTION_CLOSING
             log.v(6).info("Call failed", status=code.name, details=details)
             raise grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details) from None

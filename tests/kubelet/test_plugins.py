@@ -218,6 +218,25 @@ async def test_a_call_whose_instance_is_unregistered_fails_like_in_go(node_facto
         assert node.instances(driver.name) == []
 
 
+async def test_a_call_through_an_instance_unregistered_before_it_fails_like_in_go(node_factory, make_driver):
+    """A caller that looked the instance up before it was unregistered gets CANCELLED too (the crash soak's pod
+    worker died of grpc's own "Channel is closed." instead)."""
+    driver = make_driver()
+    async with node_factory() as node:
+        await driver.start()
+        await node.wait_for(connected(node, driver.name))
+        instance = node.plugins.get_plugin(driver.name)
+        driver.registration_socket.unlink()
+        await node.wait_for(lambda: instance.channel.get_state() is grpc.ChannelConnectivity.SHUTDOWN)
+
+        with pytest.raises(grpc.aio.AioRpcError) as failure:
+            await instance.client.node_prepare_resources(dra_v1_pb2.NodePrepareResourcesRequest(claims=[CLAIM]))
+        assert failure.value.code() is grpc.StatusCode.CANCELLED
+        assert failure.value.details() == "grpc: the client connection is closing"
+        (record,) = node.recorder.records(method="NodePrepareResources")
+        assert (record.status, record.details) == ("CANCELLED", "grpc: the client connection is closing")
+
+
 def report(*devices: tuple[str, int, int, str]) -> health_pb2.NodeWatchResourcesResponse:
     return health_pb2.NodeWatchResourcesResponse(
         devices=[
