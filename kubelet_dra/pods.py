@@ -109,8 +109,11 @@ class PodWorkers:
             self._wake[uid].set()
 
     def active_pod_uids(self) -> set[str]:
-        """The kubelet's active pods: known and not finished (the reconcile loop unprepares all others)."""
-        return {uid for uid, pod in self._pods.items() if not _finished(pod)}
+        """The kubelet's active pods (the reconcile loop unprepares all others): known pods whose worker has not
+        finished with them. As in the kubelet's ``filterOutInactivePods``, a pod being deleted or gone terminal stays
+        active while its worker unprepares it, so the reconcile loop never unprepares its claims a second time beside
+        the worker; a pod gone from the API is not active."""
+        return {uid for uid in self._pods if uid in self._workers}
 
     # --- watching ---
 

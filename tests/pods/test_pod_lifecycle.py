@@ -113,6 +113,26 @@ async def test_pod_whose_unprepare_fails_stays_until_unprepare_succeeds(env: Nod
         assert ok_calls(node, UNPREPARE) == 1
 
 
+async def test_pod_being_terminated_stays_active_so_only_its_worker_unprepares_it(env: NodeEnv) -> None:
+    # The kubelet's active pods (filterOutInactivePods) keep a deleted pod until its termination has finished, so
+    # the reconcile loop never sends a second NodeUnprepareResources beside the pod worker's (the crash soak saw one).
+    async with env.pod_node(reconcile_period=0.1) as node:
+        driver = await env.start_driver(node)
+        pod = await env.pod_with_claim()
+        uid = (await running(env, pod))["metadata"]["uid"]
+        await driver.fault("set", "unprepare-error=device busy")
+
+        await env.delete_pod(pod)
+        await eventually(lambda: len(node.recorder.records(driver=GPU, method=UNPREPARE)) >= 3)
+        await asyncio.sleep(0.3)  # several reconcile periods while the worker's unprepare keeps failing
+        assert node.pods is not None and uid in node.pods.active_pod_uids()
+
+        await driver.fault("clear", "unprepare-error")
+        await gone(env, pod)
+        assert ok_calls(node, UNPREPARE) == 1
+        assert uid not in node.pods.active_pod_uids()
+
+
 async def test_device_health_shows_in_the_container_status(env: NodeEnv) -> None:
     async with env.pod_node() as node:
         driver = await env.start_driver(node, GPU, "--health", "--health-interval", "0.5")
