@@ -64,7 +64,8 @@ class _ClaimsInUse(Collector):
 class DRAMetrics:
     """One node's DRA metrics; the DRA manager and the plugins' gRPC clients record into it."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, skip_counters: bool = True) -> None:
+        """``skip_counters``: the release has the optional node operations' counters (1.37), which 1.36 lacks."""
         prometheus_client.disable_created_metrics()  # the kubelet exposes no *_created series
         self.registry = prometheus_client.CollectorRegistry()
         self._operations = prometheus_client.Histogram(
@@ -93,6 +94,7 @@ class DRAMetrics:
                 registry=self.registry,
             )
             for operation, short in ((PREPARE, "prepare"), (UNPREPARE, "unprepare"))
+            if skip_counters
         }
         self._claims_in_use = _ClaimsInUse()
         self.registry.register(self._claims_in_use)

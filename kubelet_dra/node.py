@@ -137,7 +137,7 @@ class Node:
         self._own_kube = kube is None and kubeconfig is not None
         self.kube = kube if kube is not None else KubeClient.from_kubeconfig(kubeconfig) if kubeconfig else None
         self.recorder = CallRecorder(options.record_calls)
-        self.metrics = DRAMetrics()
+        self.metrics = DRAMetrics(skip_counters=options.release.optional_node_operations)
         self._metrics_server = MetricsServer(self.metrics)
         self.health = (
             HealthCache(clock=self._clock.time, log=self._log, state_dir=options.state_dir) if options.health else None

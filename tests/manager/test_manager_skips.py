@@ -162,3 +162,9 @@ def test_unknown_values_are_ignored_and_a_star_is_every_operation() -> None:
         {"driver": "other.example.com"},
     ]
     assert driver_skips(results) == {GPU: {UNPREPARE}}
+
+
+async def test_only_a_137_node_exposes_the_skip_counters(env: NodeEnv) -> None:
+    for release, exposed in ((V1_36, False), (V1_37, True)):
+        async with env.node(release=release) as node:
+            assert ("dra_node_prepare_skips_total" in node.metrics.text()) is exposed
