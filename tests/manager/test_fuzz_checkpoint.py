@@ -44,3 +44,18 @@ def test_a_checksummed_data_field_of_any_shape_decodes_or_says_what_is_wrong(inn
     text = json.dumps(inner)
     outer = {"Data": text, "Checksum": zlib.crc32(text.encode())}
     decode_or_explain(json.dumps(outer).encode())
+
+
+def _with_skips(inner: dict) -> dict:
+    """The recorded entry as a 1.37 kubelet writes a claim whose driver skips an operation."""
+    for entry in inner["ClaimInfoStateList"]:
+        for state in entry["DriverState"].values():
+            state["SkipNodeOperations"] = ["NodeUnprepareResources"]
+    return inner
+
+
+@FUZZ
+@given(inner=shaped_like(_with_skips(json.loads(json.loads(RECORDED)["Data"]))))
+def test_a_137_entry_with_a_skip_set_of_any_shape_decodes_or_says_what_is_wrong(inner: object):
+    text = json.dumps(inner)
+    decode_or_explain(json.dumps({"Data": text, "Checksum": zlib.crc32(text.encode())}).encode())
