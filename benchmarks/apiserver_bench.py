@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import signal
@@ -82,16 +83,19 @@ def slice_body(index: int, devices: int = 4) -> dict[str, Any]:
 class Server:
     """``kubelet-dra apiserver`` as a child process, and an HTTPS session that trusts its CA."""
 
-    def __init__(self, workdir: Path) -> None:
-        kubeconfig = workdir / "bench.kubeconfig"
-        self.process = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "kubelet_dra", "apiserver"),
-                *("--listen", "127.0.0.1:0", "--output", "json", "--kubeconfig-out", str(kubeconfig)),
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+    def __init__(self, workdir: Path, *, log: Path | None = None) -> None:
+        """``log``: where the server's own log goes (default: this process's stderr)."""
+        self.kubeconfig = kubeconfig = workdir / "bench.kubeconfig"
+        with log.open("ab") if log is not None else contextlib.nullcontext() as stderr:
+            self.process = subprocess.Popen(
+                [
+                    *(sys.executable, "-m", "kubelet_dra", "apiserver"),
+                    *("--listen", "127.0.0.1:0", "--output", "json", "--kubeconfig-out", str(kubeconfig)),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+            )
         assert self.process.stdout is not None
         announcement = ""
         for line in self.process.stdout:
