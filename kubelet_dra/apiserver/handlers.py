@@ -17,7 +17,7 @@ import attrs
 import yaml
 from aiohttp import web
 
-from kubelet_dra.apiserver import conversion, jsonbody, negotiation, openapi, params, patch, status, tables
+from kubelet_dra.apiserver import conversion, jsonbody, negotiation, openapi, params, patch, status, tables, yamlbody
 from kubelet_dra.apiserver.auth import READ_VERBS, User, authorize_collection, authorize_write
 from kubelet_dra.apiserver.presentation import View, respond
 from kubelet_dra.apiserver.resources import RESOURCE_GROUP, ResourceType
@@ -338,7 +338,7 @@ def patched_fields(patch_type: str, body: bytes) -> dict[str, Any] | None:
     A malformed patch is left to the store, which reports it precisely.
     """
     try:
-        document = yaml.safe_load(body) if patch_type == patch.APPLY_PATCH else jsonbody.loads(body)
+        document = yamlbody.loads(body) if patch_type == patch.APPLY_PATCH else jsonbody.loads(body)
     except (ValueError, yaml.YAMLError):
         return None
     if isinstance(document, dict):

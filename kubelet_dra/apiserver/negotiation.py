@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 import yaml
 
-from kubelet_dra.apiserver import jsonbody
+from kubelet_dra.apiserver import jsonbody, yamlbody
 from kubelet_dra.apiserver.status import ApiError
 from kubelet_dra.kubeproto import mapping
 
@@ -209,7 +209,7 @@ def decode_object(content_type: str | None, body: bytes, kind: str) -> dict[str,
     if media not in (JSON, YAML):
         raise unsupported_media_type()
     try:
-        document = jsonbody.loads(body) if media == JSON else yaml.safe_load(body)
+        document = jsonbody.loads(body) if media == JSON else yamlbody.loads(body)
     except (ValueError, yaml.YAMLError) as err:
         parser = "json" if media == JSON else "yaml"
         raise ApiError(

@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 import yaml
 
-from kubelet_dra.apiserver import jsonbody, status
+from kubelet_dra.apiserver import jsonbody, status, yamlbody
 from kubelet_dra.apiserver.status import ApiError
 from kubelet_dra.log import get_logger
 
@@ -364,7 +364,7 @@ def decode_applied(body: bytes, *, field_manager: str, api_version: str, kind: s
         cause = {"reason": "FieldValueRequired", "message": "Required value: is required for apply patch"}
         raise status.invalid("PatchOptions", "meta.k8s.io", "", [{**cause, "field": "fieldManager"}])
     try:
-        applied = yaml.safe_load(body)
+        applied = yamlbody.loads(body)
     except yaml.YAMLError as err:
         raise status.bad_request(f"error decoding YAML: {err}") from None
     if not isinstance(applied, dict):

@@ -108,3 +108,23 @@ def test_label_limits_count_bytes_and_names_count_characters(apiserver: ServerTh
     assert code == 422 and answer["message"].endswith("must be no more than 253 characters"), answer
     code, answer = apiserver.json("POST", CONFIG_MAPS, body=config_map("keys", data={"k" * 254: "v"}))
     assert code == 422 and answer["details"]["causes"][0]["field"] == f"data[{'k' * 254}]", answer
+
+
+def test_yaml_escaped_surrogates_are_mended_like_go_does(apiserver: ServerThread):
+    """Found by fuzzing: YAML decodes an escaped surrogate pair (as JSON encoders write U+10000) into two lone
+    surrogates, which no UTF-8 answer can carry; the pair becomes its character and a lone one U+FFFD."""
+    body = (
+        'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: astral}\ndata: {pair: "\\ud800\\udc00", lone: "\\udc80"}\n'
+    )
+    response = apiserver.request("POST", CONFIG_MAPS, body=body.encode(), headers={"Content-Type": "application/yaml"})
+    assert response.status == 201, response.data
+    assert json.loads(response.data)["data"] == {"pair": "\U00010000", "lone": "\ufffd"}
+    apply = apiserver.request(
+        "PATCH",
+        f"{CONFIG_MAPS}/astral?fieldManager=t&force=true",
+        body=b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "astral"},'
+        b' "data": {"pair": "\\ud800\\udc01"}}',
+        headers={"Content-Type": "application/apply-patch+yaml"},
+    )
+    assert apply.status == 200, apply.data
+    assert json.loads(apply.data)["data"]["pair"] == "\U00010001"

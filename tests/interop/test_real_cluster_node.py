@@ -151,7 +151,11 @@ async def test_a_pod_runs_on_the_simulated_node_through_the_real_control_plane(
         stderr=subprocess.STDOUT,
     )
     try:
-        await node.wait_line('msg="Registered DRA plugin"', timeout=60)
+        try:
+            await node.wait_line('msg="Registered DRA plugin"', timeout=120)
+        except TimeoutError:
+            logs = "\n".join(node.lines[-40:]) + "\n--- driver:\n" + (tmp_path / "driver.log").read_text()[-3000:]
+            raise AssertionError(f"the driver did not register within 120 s:\n{logs}") from None
         cluster.kubectl("apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": MANIFESTS}))
 
         def pod() -> dict[str, Any] | None:
