@@ -27,6 +27,13 @@ def apiserver() -> Iterator[ServerThread]:
 
 
 @pytest.fixture
+def short_dir() -> Iterator[Path]:
+    """Unix socket paths are limited to 107 bytes: a test's sockets live in a short /tmp directory, not tmp_path."""
+    with tempfile.TemporaryDirectory(prefix="kd-", dir="/tmp") as directory:
+        yield Path(directory)
+
+
+@pytest.fixture
 async def env(apiserver: ServerThread) -> AsyncIterator[NodeEnv]:
     """One test's node: a short root dir (Unix socket paths are limited to 107 bytes) and a node name of its own."""
     root = Path(tempfile.mkdtemp(prefix="kd-", dir="/tmp"))

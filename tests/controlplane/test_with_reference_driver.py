@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from cluster_support import (
     create_class,
     create_pod,
@@ -28,13 +25,6 @@ from kubelet_dra.kube.client import KubeClient, api_path
 
 DRIVER = "gpu.example.com"
 NODE = "lab-node"
-
-
-@pytest.fixture
-def short_dir() -> Iterator[Path]:
-    """Unix socket paths are limited to 107 bytes, so the driver's sockets live in a short /tmp directory."""
-    with tempfile.TemporaryDirectory(prefix="kd-cp-", dir="/tmp") as directory:
-        yield Path(directory)
 
 
 async def test_claims_from_a_template_get_the_drivers_devices_by_model_and_memory(

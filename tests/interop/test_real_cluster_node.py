@@ -132,9 +132,9 @@ def ready_and_untainted(node: dict[str, Any] | None) -> bool:
 
 
 async def test_a_pod_runs_on_the_simulated_node_through_the_real_control_plane(
-    cluster: RealControlPlane, identity: str, interop_bin: Path, tmp_path: Path
+    cluster: RealControlPlane, identity: str, interop_bin: Path, tmp_path: Path, short_dir: Path
 ):
-    dirs = {name: tmp_path / name for name in ("registry", "plugins", "cdi")}
+    dirs = {name: short_dir / name for name in ("registry", "plugins", "cdi")}
     for directory in dirs.values():
         directory.mkdir()
     join = joining(identity, cluster, interop_bin, tmp_path)
