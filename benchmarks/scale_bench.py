@@ -34,7 +34,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kubelet_dra.manager import Checkpoint, ClaimInfoState, DeviceState, DRAManager
-from kubelet_dra.manager.checkpoint import encode
+from kubelet_dra.manager.checkpoint import Encoder, encode
 from kubelet_dra.metrics import DRAMetrics
 from kubelet_dra.testbed import REFERENCE_DRIVER, DriverSpec, Testbed, TestbedOptions, manifests
 
@@ -155,17 +155,17 @@ def checkpoint_entries(count: int) -> list[ClaimInfoState]:
 def curve_point(count: int, directory: Path) -> CurvePoint:
     """One write of ``count`` entries, each entry encoded anew, then with only one entry changed (median of 5)."""
     entries = checkpoint_entries(count)
-    checkpoint = Checkpoint(directory)
-    checkpoint.store(entries)
+    checkpoint, encoder = Checkpoint(directory), Encoder()
+    checkpoint.write(encoder.apply({str(index): entry for index, entry in enumerate(entries)}))
     fresh, incremental = [], []
     for round_ in range(WRITES_PER_POINT):
         changed = attrs.evolve(entries[round_], pod_uids=frozenset({str(uuid.uuid4())}))
         entries[round_] = changed
         started = time.perf_counter()
-        checkpoint.store(entries)  # this checkpoint's encoder keeps every unchanged entry
+        checkpoint.write(encoder.apply({str(round_): changed}))  # the encoder keeps every unchanged entry
         incremental.append(time.perf_counter() - started)
         started = time.perf_counter()
-        Checkpoint(directory).store(entries)  # a new encoder: every entry encoded, as the kubelet does
+        checkpoint.store(entries)  # every entry encoded, as the kubelet does
         fresh.append(time.perf_counter() - started)
     assert checkpoint.path.read_bytes() == encode(entries)
     size = checkpoint.path.stat().st_size / 1e6

@@ -86,6 +86,8 @@ class NodeOptions:
     """Accept the ≤1.32 service identifiers and fall back to v1alpha4 (``1.0.0``)."""
     record_calls: str | None = None
     """Also append every call record to this JSON-lines file."""
+    calls_kept: int | None = None
+    """How many call records the node keeps in memory (``None``: all, as a scenario's expectations need)."""
     health: bool = True
     """Follow ``NodeWatchResources`` health streams (the ResourceHealthStatus gate, beta and on)."""
     health_restart_delay: float = DEFAULT_HEALTH_RESTART_DELAY
@@ -136,7 +138,7 @@ class Node:
         self._changed = asyncio.Event()
         self._own_kube = kube is None and kubeconfig is not None
         self.kube = kube if kube is not None else KubeClient.from_kubeconfig(kubeconfig) if kubeconfig else None
-        self.recorder = CallRecorder(options.record_calls)
+        self.recorder = CallRecorder(options.record_calls, keep=options.calls_kept)
         self.metrics = DRAMetrics(skip_counters=options.release.optional_node_operations)
         self._metrics_server = MetricsServer(self.metrics)
         self.health = (

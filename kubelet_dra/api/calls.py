@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +45,8 @@ class CallRecord:
     method: str
     """Full method path, e.g. ``/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources``."""
     streaming: bool
-    request: dict[str, Any]
-    response: dict[str, Any] | list[dict[str, Any]] | None
-    """The response; for a stream the list of messages received; ``None`` when the call failed."""
+    _request: Message | dict[str, Any] = attrs.field(alias="request")
+    _response: Message | dict[str, Any] | list[dict[str, Any]] | None = attrs.field(alias="response")
     status: str
     """gRPC status code name: ``OK``, ``UNAVAILABLE``, ``DEADLINE_EXCEEDED`` …"""
     details: str
@@ -54,15 +54,31 @@ class CallRecord:
     """Wall-clock start, seconds since the epoch."""
     duration: float
 
+    @property
+    def request(self) -> dict[str, Any]:
+        """The request as JSON, converted when read: a node makes thousands of calls and few are ever read."""
+        return _as_json(self._request)
+
+    @property
+    def response(self) -> dict[str, Any] | list[dict[str, Any]] | None:
+        """The response as JSON; for a stream the list of messages received; ``None`` when the call failed."""
+        return None if self._response is None else _as_json(self._response)
+
     def to_json(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+        fields = {name.lstrip("_"): value for name, value in attrs.asdict(self, recurse=False).items()}
+        return {**fields, "request": self.request, "response": self.response}
+
+
+def _as_json(value: Message | Any) -> Any:
+    return message_json(value) if isinstance(value, Message) else value
 
 
 class CallRecorder:
-    """Keeps all records in memory; with ``path``, also appends each one to that JSON-lines file as it ends."""
+    """Keeps the records in memory (all, or the last ``keep``: a node that runs for days must not grow without
+    bound); with ``path``, also appends every one to that JSON-lines file as it ends."""
 
-    def __init__(self, path: str | Path | None = None) -> None:
-        self._records: list[CallRecord] = []
+    def __init__(self, path: str | Path | None = None, *, keep: int | None = None) -> None:
+        self._records: deque[CallRecord] = deque(maxlen=keep)
         self.path = Path(path) if path else None
         if self.path is not None:
             try:
@@ -81,7 +97,7 @@ class CallRecorder:
                 sink.write(json.dumps(record.to_json(), sort_keys=True) + "\n")
 
     def records(self, *, driver: str | None = None, method: str | None = None) -> list[CallRecord]:
-        """Records in completion order; ``method`` matches the full path or just the method name."""
+        """The kept records in completion order; ``method`` matches the full path or just the method name."""
         return [
             record
             for record in self._records
@@ -90,7 +106,7 @@ class CallRecorder:
         ]
 
     def export_jsonl(self, path: str | Path) -> None:
-        """Write every record so far to ``path``, one JSON document per line."""
+        """Write every kept record to ``path``, one JSON document per line."""
         with Path(path).open("w", encoding="utf-8") as out:
             for record in self._records:
                 out.write(json.dumps(record.to_json(), sort_keys=True) + "\n")

@@ -40,6 +40,10 @@ REFRESH_PERIOD = 1.0
 """Seconds between looks at the nodes for the table (live) or the tally line (in a pipe)."""
 
 
+CALLS_KEPT = 1000
+"""A node that runs for days keeps its last calls in memory, not all (``--record`` needs all: it counts them)."""
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--node-name", metavar="NAME", help="the simulated node's name")
@@ -152,6 +156,7 @@ def options(args: argparse.Namespace) -> NodeOptions:
     return attrs.evolve(
         nodeflags.node_options(args),
         record_calls=args.record_calls,
+        calls_kept=None if args.record else CALLS_KEPT,
         reconcile_period=args.reconcile_period,
         pod_retry_period=args.pod_retry_period,
         metrics_port=args.metrics_port or None,

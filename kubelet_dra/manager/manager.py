@@ -260,7 +260,7 @@ class DRAManager:
                     f"ResourceClaim {info.claim_name} is being unprepared for its previous pod;"
                     " it is prepared again once that has finished"
                 )
-            entry.pod_uids.add(pod_uid)
+            self.cache.add_pod(entry, pod_uid)
             if entry.prepared:
                 log.v(5).info("Resources already prepared", claim=entry.key)
                 continue
@@ -278,9 +278,8 @@ class DRAManager:
             request = dra_v1_pb2.NodePrepareResourcesRequest(claims=claims)
             response = await _call("NodePrepareResources", instance.client.node_prepare_resources(request))
             for claim, result in claim_results("NodePrepareResources", claims, response.claims):
-                # The answer replaces what the driver said before for the claim (SPEC-1.37.md §2.6, also 1.36.x).
                 entry = self._cached(claim.namespace, claim.name)
-                entry.driver_state[instance.driver_name] = list(map(device_state, result.devices))
+                entry.set_devices(instance.driver_name, map(device_state, result.devices))
 
         # Phase D
         for entry in sent:
@@ -320,7 +319,7 @@ class DRAManager:
                 log.v(5).info("Claim not used by the pod, not unpreparing it", claim=entry.key)
                 continue
             if len(entry.pod_uids) > 1:
-                entry.pod_uids.discard(pod_uid)  # written with the next checkpoint, like the kubelet
+                self.cache.remove_pod(entry, pod_uid)  # written with the next checkpoint, like the kubelet
                 continue
             entry.unpreparing = True
             done.append(entry)

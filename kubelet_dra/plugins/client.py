@@ -73,15 +73,16 @@ class DRAClient:
         request = service.message_class("NodeWatchResourcesRequest")()
         request_id = next_request_id()
         log = self._log.with_values(requestID=request_id, method=method)
-        log.v(6).info("Opening stream", request=message_json(request))
+        request_json = message_json(request)
+        log.v(6).info("Opening stream", request=request_json)
         received: list[dict[str, Any]] = []
         started, clock = time.time(), time.monotonic()
         status, details = "OK", ""
         call = service.stub(self._channel).NodeWatchResources(request)
         try:
             async for response in call:
-                log.v(6).info("Stream message", response=message_json(response))
                 received.append(message_json(response))
+                log.v(6).info("Stream message", response=received[-1])
                 handle(response)
         except grpc.aio.AioRpcError as err:
             status, details = err.code().name, err.details() or ""
@@ -92,16 +93,18 @@ class DRAClient:
             raise
         finally:
             log.v(6).info("Stream ended", status=status, details=details)
-            self._record(request_id, method, True, request, received, status, details, started, clock)
+            self._record(request_id, method, True, request_json, received, status, details, started, clock)
 
     async def _unary(self, method: str, request: Message) -> Message:
         path = self.service.method_path(method)
         wire_request = to_service(request, self.service)
         request_id = next_request_id()
         log = self._log.with_values(requestID=request_id, method=path)
-        log.v(6).info("Calling", request=message_json(wire_request))
+        if (calling := log.v(6)).enabled:
+            calling.info("Calling", request=message_json(wire_request))
         started, clock = time.time(), time.monotonic()
-        code, details, answer = grpc.StatusCode.OK, "", None
+        code, details = grpc.StatusCode.OK, ""
+        answer: Message | None = None
         try:
             response = await getattr(self._stub, method)(wire_request, timeout=self.call_timeout)
         except grpc.aio.AioRpcError as err:
@@ -120,8 +123,9 @@ class DRAClient:
             log.v(6).info("Call failed", status=code.name, details=details)
             raise grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), details) from None
         else:
-            answer = message_json(response)
-            log.v(6).info("Call done", response=answer)
+            answer = response
+            if (done := log.v(6)).enabled:
+                done.info("Call done", response=message_json(response))
         finally:
             self._metrics.observe_grpc(self.driver, path, code, time.monotonic() - clock)
             self._record(request_id, path, False, wire_request, answer, code.name, details, started, clock)
@@ -132,8 +136,8 @@ class DRAClient:
         request_id: int,
         method: str,
         streaming: bool,
-        request: Message,
-        response: dict[str, Any] | list[dict[str, Any]] | None,
+        request: Message | dict[str, Any],
+        response: Message | list[dict[str, Any]] | None,
         status: str,
         details: str,
         started: float,
@@ -146,7 +150,7 @@ class DRAClient:
                 endpoint=self.endpoint,
                 method=method,
                 streaming=streaming,
-                request=message_json(request),
+                request=request,
                 response=response,
                 status=status,
                 details=details,

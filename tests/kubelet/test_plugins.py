@@ -183,6 +183,25 @@ async def test_call_recorder_keeps_and_exports_every_call(node_factory, make_dri
         assert live.read_text() == exported.read_text()
 
 
+async def test_a_node_that_keeps_its_last_calls_still_writes_every_call_to_the_file(
+    node_factory, make_driver, tmp: Path
+):
+    driver = make_driver()
+    live = tmp / "calls.jsonl"
+    async with node_factory(record_calls=str(live), calls_kept=2) as node:
+        await driver.start()
+        await node.wait_for(connected(node, driver.name))
+        client = node.plugins.get_plugin(driver.name).client
+        for _ in range(3):
+            await client.node_prepare_resources(dra_v1_pb2.NodePrepareResourcesRequest(claims=[CLAIM]))
+
+        written = [json.loads(line) for line in live.read_text().splitlines()]
+        kept = node.recorder.records()
+        assert len(written) >= 5, "GetInfo, NotifyRegistrationStatus and three prepares, at least"
+        assert [record.request_id for record in kept] == [line["request_id"] for line in written[-2:]]
+        assert [record.method.rsplit("/", 1)[1] for record in kept] == ["NodePrepareResources"] * 2
+
+
 async def test_connection_loss_and_reconnect_without_deregistration(node_factory, make_driver):
     driver = make_driver()
     async with node_factory() as node:

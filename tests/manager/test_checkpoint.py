@@ -11,6 +11,9 @@ from pathlib import Path
 
 import attrs
 import pytest
+from fuzzing import FUZZ
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kubelet_dra.errors import StateError
 from kubelet_dra.manager.checkpoint import (
@@ -21,6 +24,7 @@ from kubelet_dra.manager.checkpoint import (
     Encoder,
     decode,
     encode,
+    go_json,
 )
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "kubelet-1.36"
@@ -276,17 +280,63 @@ def test_crash_between_temp_write_and_rename_leaves_the_old_file(tmp_path):
     assert checkpoint.load() == [ONE_CLAIM]
 
 
+def go_marshal_whole(file_bytes: bytes) -> bytes:
+    """The file as Go's json.Marshal writes the document it holds, built in one piece (not from fragments)."""
+    outer = json.loads(file_bytes)
+    inner = json.loads(outer["Data"])
+    assert go_json(inner) == outer["Data"], "Data is Go's compact encoding of its own content"
+    return go_json({"Data": outer["Data"], "Checksum": zlib.crc32(outer["Data"].encode("utf-8", "surrogatepass"))})
+
+
 def test_an_encoder_that_keeps_entries_writes_the_same_bytes_as_a_fresh_encode():
     encoder = Encoder()
     other = attrs.evolve(ONE_CLAIM, claim_uid="other-uid", claim_name="claim2")
-    states = [
-        [ONE_CLAIM],
-        [ONE_CLAIM, other],
-        [attrs.evolve(ONE_CLAIM, pod_uids=frozenset({POD_UID, "second-pod"})), other],
-        [other, attrs.evolve(ONE_CLAIM, driver_state={"gpu.example.com": (gpu(0), gpu(1), gpu(2))})],
-        [other, other],
-        [],
+    two_pods = attrs.evolve(ONE_CLAIM, pod_uids=frozenset({POD_UID, "second-pod"}))
+    three_gpus = attrs.evolve(two_pods, driver_state={"gpu.example.com": (gpu(0), gpu(1), gpu(2))})
+    rounds = [
+        ({"a": ONE_CLAIM}, [ONE_CLAIM]),
+        ({"b": other}, [ONE_CLAIM, other]),
+        ({"a": two_pods}, [two_pods, other]),
+        ({"a": three_gpus, "b": None}, [three_gpus]),
+        ({"b": other}, [three_gpus, other]),
+        ({"a": None, "b": None, "c": None}, []),
     ]
-    for claims in states:
-        assert encoder.encode(claims) == encode(claims)
-    assert encoder.encode([]) == fixture("empty")
+    for changes, claims in rounds:
+        written = encoder.apply(changes)
+        assert written == encode(claims) == go_marshal_whole(written).encode("utf-8", "surrogatepass")
+        assert decode(written, where="test") == claims
+    assert encoder.apply({}) == fixture("empty")
+
+
+ANY_TEXT = st.text(max_size=12) | st.sampled_from(['<a&b>"', "\\\u2028\u2029", "\x00\x1f\t\n", "\ud800", "é€😀"])
+DEVICES = st.builds(
+    DeviceState,
+    pool_name=ANY_TEXT,
+    device_name=ANY_TEXT,
+    share_id=st.none() | ANY_TEXT,
+    request_names=st.lists(ANY_TEXT, max_size=2).map(tuple),
+    cdi_device_ids=st.lists(ANY_TEXT, max_size=2).map(tuple),
+)
+ENTRIES = st.builds(
+    ClaimInfoState,
+    claim_uid=ANY_TEXT,
+    claim_name=ANY_TEXT,
+    namespace=ANY_TEXT,
+    pod_uids=st.frozensets(ANY_TEXT, max_size=3),
+    driver_state=st.dictionaries(ANY_TEXT, st.lists(DEVICES, max_size=2).map(tuple), max_size=2),
+)
+
+
+@FUZZ
+@given(rounds=st.lists(st.dictionaries(st.sampled_from("abcde"), st.none() | ENTRIES, max_size=4), max_size=5))
+def test_kept_fragments_join_into_go_s_encoding_of_the_whole_file_whatever_the_text(rounds):
+    encoder, current = Encoder(), {}
+    for changes in rounds:
+        written = encoder.apply(changes)
+        for key, state in changes.items():
+            if state is None:
+                current.pop(key, None)
+            else:
+                current[key] = state  # a known key keeps its place, as in the file
+        assert written == go_marshal_whole(written).encode("utf-8", "surrogatepass")
+        assert decode(written, where="test") == list(current.values())

@@ -65,7 +65,7 @@ async def test_a_driver_skipping_everything_is_never_looked_up_nor_called(env: N
         assert (call.driver, env.sent(call)) == (NIC, [uid(claim)])
         entry = manager.cache.get("default", name(claim))
         assert entry is not None and entry.prepared
-        assert entry.driver_state[GPU] == [] and manager.get_resources(pod, "main") == entry.cdi_device_ids(driver=NIC)
+        assert entry.driver_state[GPU] == () and manager.get_resources(pod, "main") == entry.cdi_device_ids(driver=NIC)
         assert stored_skips(env) == {GPU: [PREPARE, UNPREPARE]}
 
         await manager.unprepare_resources(pod)
