@@ -29,19 +29,17 @@ def apiserver() -> Iterator[ServerThread]:
 @pytest.fixture
 def short_dir() -> Iterator[Path]:
     """Unix socket paths are limited to 107 bytes: a test's sockets live in a short /tmp directory, not tmp_path."""
-    with tempfile.TemporaryDirectory(prefix="kd-", dir="/tmp") as directory:
+    with tempfile.TemporaryDirectory(prefix="kd-", dir="/tmp", ignore_cleanup_errors=True) as directory:
         yield Path(directory)
 
 
 @pytest.fixture
-async def env(apiserver: ServerThread) -> AsyncIterator[NodeEnv]:
+async def env(apiserver: ServerThread, short_dir: Path) -> AsyncIterator[NodeEnv]:
     """One test's node: a short root dir (Unix socket paths are limited to 107 bytes) and a node name of its own."""
-    root = Path(tempfile.mkdtemp(prefix="kd-", dir="/tmp"))
     kube = KubeClient.from_kubeconfig(str(apiserver.kubeconfig))
-    environment = NodeEnv(root, kube, apiserver.kubeconfig)
+    environment = NodeEnv(short_dir, kube, apiserver.kubeconfig)
     try:
         yield environment
     finally:
         await environment.close()
         kube.close()
-        shutil.rmtree(root, ignore_errors=True)

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import sys
-import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -58,18 +56,10 @@ class Fleet:
 
 
 @pytest.fixture
-def root() -> Iterator[Path]:
-    """A short dir: the nodes' driver sockets live below it (Unix socket paths are limited to 107 bytes)."""
-    path = Path(tempfile.mkdtemp(prefix="kd-", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-async def fleet(root: Path) -> AsyncIterator[tuple[Fleet, KubeClient]]:
-    kubeconfig = root / "kubeconfig"
+async def fleet(short_dir: Path) -> AsyncIterator[tuple[Fleet, KubeClient]]:
+    kubeconfig = short_dir / "kubeconfig"
     proc = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "kubelet_dra", "run", "--nodes", "sim-{0..2}", "--root-dir", str(root / "nodes")),
+        *(sys.executable, "-m", "kubelet_dra", "run", "--nodes", "sim-{0..2}", "--root-dir", str(short_dir / "nodes")),
         *("--reference-driver", DRIVER, "--kubeconfig-out", str(kubeconfig), "--pod-retry-period", "0.2"),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -96,7 +86,9 @@ async def fleet(root: Path) -> AsyncIterator[tuple[Fleet, KubeClient]]:
             await running.stop()
 
 
-async def test_each_node_prepares_its_pod_through_its_own_driver(fleet: tuple[Fleet, KubeClient], root: Path) -> None:
+async def test_each_node_prepares_its_pod_through_its_own_driver(
+    fleet: tuple[Fleet, KubeClient], short_dir: Path
+) -> None:
     running, kube = fleet
     await objects.apply(kube, manifests.device_class(DRIVER))
     await objects.apply(kube, manifests.claim_template("one-gpu", DRIVER))
@@ -119,7 +111,7 @@ async def test_each_node_prepares_its_pod_through_its_own_driver(fleet: tuple[Fl
             for result in claim["status"]["allocation"]["devices"]["results"]
         }
         assert pools == {node}, "each claim is allocated from its own node's devices"
-        specs = list((root / "nodes" / node / "cdi").glob(CLAIM_SPECS))
+        specs = list((short_dir / "nodes" / node / "cdi").glob(CLAIM_SPECS))
         assert specs, f"{node}'s own driver wrote no CDI spec for the claim"
         node_object = await objects.get(kube, "Node", node)
         assert node_object is not None
@@ -135,7 +127,7 @@ async def test_each_node_prepares_its_pod_through_its_own_driver(fleet: tuple[Fl
     assert await eventually(gone, timeout=60), running.out
     assert await eventually(lambda: running.saw("0 pods running, 0 claims prepared"), timeout=10), running.out
     for node in NODES:
-        assert not list((root / "nodes" / node / "cdi").glob(CLAIM_SPECS)), f"{node} left a CDI spec behind"
+        assert not list((short_dir / "nodes" / node / "cdi").glob(CLAIM_SPECS)), f"{node} left a CDI spec behind"
 
     assert await running.stop() == 0
     assert not any("Traceback" in line for line in running.err), running.err
@@ -162,14 +154,14 @@ async def test_bad_node_flags_are_usage_errors(flags: tuple[str, ...], message: 
     assert "Traceback" not in err
 
 
-async def test_the_final_table_is_json_with_output_json(root: Path) -> None:
+async def test_the_final_table_is_json_with_output_json(short_dir: Path) -> None:
     proc = await asyncio.create_subprocess_exec(
         *(sys.executable, "-m", "kubelet_dra", "--output", "json", "run", "--nodes", "a,b"),
-        *("--root-dir", str(root / "nodes"), "--kubeconfig-out", str(root / "kubeconfig")),
+        *("--root-dir", str(short_dir / "nodes"), "--kubeconfig-out", str(short_dir / "kubeconfig")),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    await eventually(lambda: (root / "nodes" / "b" / "plugins_registry").is_dir(), timeout=30)
+    await eventually(lambda: (short_dir / "nodes" / "b" / "plugins_registry").is_dir(), timeout=30)
     proc.terminate()
     out, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 0, err.decode()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -24,12 +22,8 @@ async def kube(apiserver: ServerThread) -> AsyncIterator[KubeClient]:
 
 
 @pytest.fixture
-async def env(apiserver: ServerThread, kube: KubeClient) -> AsyncIterator[Env]:
+async def env(apiserver: ServerThread, kube: KubeClient, short_dir: Path) -> Env:
     """A short directory (Unix socket paths are limited to 107 bytes) and a Node object of its own."""
-    root = Path(tempfile.mkdtemp(prefix="kd-", dir="/tmp"))
     node = unique("node")
     await create_node(kube, node)
-    try:
-        yield Env(root, apiserver, node)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    return Env(short_dir, apiserver, node)

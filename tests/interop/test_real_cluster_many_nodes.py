@@ -111,12 +111,11 @@ async def items(plane: RealControlPlane, kind: str) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("variant", VARIANTS.values(), ids=VARIANTS.keys())
 async def test_the_real_scheduler_spreads_pods_across_the_nodes_of_one_process(
-    cluster: RealControlPlane, interop_bin: Path, variant: Variant
+    cluster: RealControlPlane, interop_bin: Path, variant: Variant, short_dir: Path
 ) -> None:
     nodes, count = variant.nodes, len(variant.nodes)
-    root = Path(tempfile.mkdtemp(prefix="kd-", dir="/tmp"))
     run = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "kubelet_dra", "run", "--nodes", variant.pattern, "--root-dir", str(root)),
+        *(sys.executable, "-m", "kubelet_dra", "run", "--nodes", variant.pattern, "--root-dir", str(short_dir)),
         *("--pod-retry-period", "0.5", *variant.flags(cluster, interop_bin)),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -167,8 +166,7 @@ async def test_the_real_scheduler_spreads_pods_across_the_nodes_of_one_process(
             run.terminate()
         await asyncio.wait_for(run.wait(), 60)
         await asyncio.gather(*readers)
-        logs = {node: log.read_text() for node in nodes for log in (root / node).glob("*.log")}
-        shutil.rmtree(root, ignore_errors=True)
+        logs = {node: log.read_text() for node in nodes for log in (short_dir / node).glob("*.log")}
     assert run.returncode == 0
     assert not any("Traceback" in line for line in err), err[-40:]
     refused = [line for text in (*err, *logs.values()) for line in text.splitlines() if "forbidden" in line]

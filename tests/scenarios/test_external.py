@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,20 +31,13 @@ steps:
 """
 
 
-@pytest.fixture
-def workdir() -> Iterator[Path]:
-    directory = Path(tempfile.mkdtemp(prefix="kd-ext-", dir="/tmp"))
-    yield directory
-    shutil.rmtree(directory, ignore_errors=True)
-
-
-async def test_an_already_running_driver_is_replayed_against(workdir: Path, apiserver: ServerThread):
-    registry = workdir / "registry"
+async def test_an_already_running_driver_is_replayed_against(short_dir: Path, apiserver: ServerThread):
+    registry = short_dir / "registry"
     registry.mkdir()
     driver = await KubeletDRAProcess.start(
         *("driver", "--driver-name", "gpu.example.com", "--node-name", "ext-node"),
         *("--kubeconfig", str(apiserver.kubeconfig), "--registry-dir", str(registry)),
-        *("--plugin-dir", str(workdir / "plugin"), "--cdi-root", str(workdir / "cdi"), "--devices", "1"),
+        *("--plugin-dir", str(short_dir / "plugin"), "--cdi-root", str(short_dir / "cdi"), "--devices", "1"),
     )
     try:
         await driver.wait_line("driver started")

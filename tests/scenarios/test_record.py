@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 from helpers import KubeletDRAProcess, eventually
 
@@ -23,28 +19,21 @@ GPU = "gpu.example.com"
 NODE = "rec-node"
 
 
-@pytest.fixture
-def workdir() -> Iterator[Path]:
-    directory = Path(tempfile.mkdtemp(prefix="kd-rec-", dir="/tmp"))  # short: Unix socket paths are limited
-    yield directory
-    shutil.rmtree(directory, ignore_errors=True)
-
-
 async def phase(kube: KubeClient, name: str) -> str | None:
     pod: dict[str, Any] | None = await objects.get(kube, "Pod", name)
     return None if pod is None else (pod.get("status") or {}).get("phase", "Pending")
 
 
-async def test_a_recorded_node_replays_to_the_same_expectations(workdir: Path):
-    recorded = workdir / "recorded.yaml"
-    kubeconfig = workdir / "kubeconfig"
-    registry = workdir / "registry"
+async def test_a_recorded_node_replays_to_the_same_expectations(short_dir: Path):
+    recorded = short_dir / "recorded.yaml"
+    kubeconfig = short_dir / "kubeconfig"
+    registry = short_dir / "registry"
     registry.mkdir()
     processes: list[KubeletDRAProcess] = []
     async with contextlib.AsyncExitStack() as stack:
         node = await KubeletDRAProcess.start(
             *("run", "--node-name", NODE, "--registry-dir", str(registry), "--kubeconfig-out", str(kubeconfig)),
-            *("--state-dir", str(workdir / "state"), "--pod-retry-period", "0.3", "--wiping-delay", "2"),
+            *("--state-dir", str(short_dir / "state"), "--pod-retry-period", "0.3", "--wiping-delay", "2"),
             *("--record", str(recorded)),
         )
         processes.append(node)
@@ -53,7 +42,7 @@ async def test_a_recorded_node_replays_to_the_same_expectations(workdir: Path):
         processes.append(await KubeletDRAProcess.start("controlplane", "--kubeconfig", str(kubeconfig)))
         driver = await KubeletDRAProcess.start(
             *("driver", "--driver-name", GPU, "--node-name", NODE, "--kubeconfig", str(kubeconfig)),
-            *("--registry-dir", str(registry), "--plugin-dir", str(workdir / "plugin"), "--cdi-root", str(workdir)),
+            *("--registry-dir", str(registry), "--plugin-dir", str(short_dir / "plugin"), "--cdi-root", str(short_dir)),
             *("--devices", "2"),
         )
         processes.append(driver)
