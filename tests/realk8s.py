@@ -6,10 +6,13 @@ of ``tests/interop/conftest.py``, which skip with :func:`interop_missing`'s reas
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -211,3 +214,80 @@ class Api:
             return response.status, json.loads(response.data)
         except ValueError:
             return response.status, response.data.decode(errors="replace")
+
+
+REAL_KUBELET_LOCK = Path("/tmp/kubelet-dra-real-kubelet.lock")
+"""One real kubelet per machine (it always serves /var/lib/kubelet/device-plugins/kubelet.sock): every test or
+benchmark that starts one holds this lock, so test workers and parallel runs take turns."""
+
+
+@attrs.frozen
+class RealKubelet:
+    """A running real kubelet 1.36.2 on the fake container runtime, started by ``start-kubelet``."""
+
+    node: str
+    dir: Path
+    root_dir: Path
+    registry_dir: Path
+    plugins_dir: Path
+    checkpoint: Path
+    kubelet_log: Path
+
+    def log(self) -> str:
+        return self.kubelet_log.read_text(errors="replace")
+
+
+def real_kubelet_missing() -> str | None:
+    """Why a real kubelet cannot run here (no programs, not root), or None when it can."""
+    if reason := interop_missing():
+        return reason
+    if os.geteuid() != 0:
+        return "the real kubelet needs root (it bind-mounts its root dir)"
+    return None
+
+
+@contextlib.contextmanager
+def real_kubelet(plane: RealControlPlane, node: str, env: dict[str, str] | None = None) -> Iterator[RealKubelet]:
+    """Start the real kubelet as ``node`` of ``plane`` under the machine-wide lock; stop it (and the fake runtime)
+    on exit. Restart it inside with :func:`restart_real_kubelet`."""
+    with REAL_KUBELET_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield start_real_kubelet(plane, node, env)
+        finally:
+            stop_real_kubelet(plane, node)
+
+
+def start_real_kubelet(plane: RealControlPlane, node: str, env: dict[str, str] | None = None) -> RealKubelet:
+    """``start-kubelet``; call it only under :data:`REAL_KUBELET_LOCK` (see :func:`real_kubelet`)."""
+    result = subprocess.run(
+        [str(INTEROP_DIR / "start-kubelet"), str(plane.dir), node],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+    if result.returncode != 0:
+        raise InteropError(f"the real kubelet did not start: {result.stderr.strip()[-3000:]}")
+    info = json.loads(result.stdout.strip().splitlines()[-1])
+    return RealKubelet(
+        node=node,
+        dir=Path(info["dir"]),
+        root_dir=Path(info["root_dir"]),
+        registry_dir=Path(info["registry_dir"]),
+        plugins_dir=Path(info["plugins_dir"]),
+        checkpoint=Path(info["checkpoint"]),
+        kubelet_log=Path(info["kubelet_log"]),
+    )
+
+
+def stop_real_kubelet(plane: RealControlPlane, node: str, *, kubelet_only: bool = False, kill: bool = False) -> None:
+    """``stop-kubelet``: SIGTERM (``kill``: SIGKILL, a crash); ``kubelet_only`` keeps the fake runtime's pods."""
+    subprocess.run(
+        [str(INTEROP_DIR / "stop-kubelet"), str(plane.dir), node, *(["--kubelet-only"] if kubelet_only else [])],
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "SIGKILL": "1" if kill else "0"},
+        check=False,
+    )
