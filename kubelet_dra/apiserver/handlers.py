@@ -14,10 +14,9 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
-import yaml
 from aiohttp import web
 
-from kubelet_dra.apiserver import conversion, jsonbody, negotiation, openapi, params, patch, status, tables, yamlbody
+from kubelet_dra.apiserver import conversion, decoding, jsonbody, negotiation, params, patch, status, tables
 from kubelet_dra.apiserver.auth import READ_VERBS, User, authorize_collection, authorize_write
 from kubelet_dra.apiserver.presentation import View, respond
 from kubelet_dra.apiserver.resources import RESOURCE_GROUP, ResourceType
@@ -185,7 +184,7 @@ class ResourceHandler:
                 "field": "force",
             }
             raise status.invalid("PatchOptions", "meta.k8s.io", "", [cause])
-        warnings = check_fields(target, patched_fields(patch_type, call.body), params.field_validation(query))
+        decode = self._patch_decoding(call, patch_type)
         created = patch_type == patch.APPLY_PATCH and not self._exists(target)
 
         def patched(dry_run: bool) -> dict[str, Any]:
@@ -200,12 +199,26 @@ class ResourceHandler:
                 field_manager=field_manager,
                 force=bool(force),
                 dry_run=dry_run,
+                decode=decode,
             )
 
         if self._judges_objects(call):
             old = [] if created else [self._store.get(target.rt, target.namespace, target.name)]
             self._authorize(call, "patch", [*old, patched(True)])
-        return call.respond(201 if created else 200, patched(call.dry_run), warnings)
+        return call.respond(201 if created else 200, patched(call.dry_run), decode.warnings)
+
+    @staticmethod
+    def _patch_decoding(call: Call, patch_type: str) -> decoding.PatchDecoding:
+        """How the patch's result is decoded; a merge patch's field warnings are its body's."""
+        target = call.target
+        body_errors = None
+        if patch_type in (patch.MERGE_PATCH, patch.STRATEGIC_MERGE_PATCH):
+            try:
+                body_errors = decoding.body_strict_errors(target.rt, target.version, jsonbody.loads(call.body))
+            except ValueError:
+                body_errors = ()  # the store reports the malformed patch
+        directive = params.field_validation(call.query)
+        return decoding.PatchDecoding(target.rt, target.version, directive, body_errors)
 
     def _delete(self, call: Call) -> web.Response:
         target, rt = call.target, call.target.rt
@@ -299,61 +312,9 @@ class Call:
             )
         if kind and kind != rt.kind:
             raise status.bad_request(f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})")
-        metadata = obj.setdefault("metadata", {})
-        if not isinstance(metadata, dict):
-            raise status.bad_request("metadata must be an object")
-        warnings = check_fields(self.target, obj, params.field_validation(self.query))
-        _drop_unknown_fields(rt, obj)
+        obj, warnings = decoding.decode_body(rt, self.target.version, obj, params.field_validation(self.query))
+        obj.setdefault("metadata", {})
         return conversion.to_storage(rt, {**obj, "apiVersion": expected, "kind": rt.kind}), warnings
-
-
-def _drop_unknown_fields(rt: ResourceType, obj: dict[str, Any]) -> None:
-    """kube-apiserver decodes bodies into typed objects, so fields the kind does not have are never stored."""
-    for field in openapi.unknown_fields(rt, obj):
-        if field.startswith("metadata."):
-            obj["metadata"].pop(field.removeprefix("metadata."), None)
-        else:
-            obj.pop(field, None)
-
-
-def check_fields(target: ResourcePath, obj: dict[str, Any] | None, directive: str) -> list[str]:
-    """Unknown fields of ``obj``: refused under Strict, warnings under Warn, ignored under Ignore."""
-    if obj is None or directive == "Ignore":
-        return []
-    unknown = [field for field in openapi.unknown_fields(target.rt, obj) if not field.split(".")[-1].startswith("$")]
-    if not unknown:
-        return []
-    messages = [f'unknown field "{field}"' for field in unknown]
-    if directive == "Strict":
-        kind, version = target.rt.kind, target.version
-        raise status.bad_request(
-            f'{kind} in version "{version}" cannot be handled as a {kind}: strict decoding error: {", ".join(messages)}'
-        )
-    return messages
-
-
-def patched_fields(patch_type: str, body: bytes) -> dict[str, Any] | None:
-    """The top-level and metadata fields a patch sets, as an object skeleton; None when unreadable.
-
-    A malformed patch is left to the store, which reports it precisely.
-    """
-    try:
-        document = yamlbody.loads(body) if patch_type == patch.APPLY_PATCH else jsonbody.loads(body)
-    except (ValueError, yaml.YAMLError):
-        return None
-    if isinstance(document, dict):
-        return document
-    if not isinstance(document, list):
-        return None
-    skeleton: dict[str, Any] = {}
-    for operation in document:
-        path = operation.get("path", "") if isinstance(operation, dict) else ""
-        segments = [segment.replace("~1", "/").replace("~0", "~") for segment in str(path).split("/")[1:]]
-        if segments and segments[0] == "metadata" and len(segments) > 1:
-            skeleton.setdefault("metadata", {})[segments[1]] = None
-        elif segments and segments[0]:
-            skeleton[segments[0]] = None
-    return skeleton
 
 
 async def _read_body(request: web.Request) -> bytes:

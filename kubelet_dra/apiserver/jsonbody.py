@@ -1,4 +1,8 @@
-"""Request bodies in JSON, read with kube-apiserver's nesting limit.
+"""Request bodies in JSON, read as Go's decoder reads them.
+
+Go refuses ``NaN`` and ``Infinity`` (they are not JSON), replaces each byte of invalid UTF-8 with
+U+FFFD, keeps the last of a duplicated key (the typed decoding then warns about it) and keeps a
+number's text, so ``1e3`` is not an integer.
 
 Go's JSON decoder refuses documents nested deeper than 10,000 levels and decodes anything
 shallower; Python's parser stops near its recursion limit (1,000). The server raises that limit
@@ -8,16 +12,21 @@ client error or a valid object, never a crash.
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 import sys
 from typing import Any
+
+from kubelet_dra.kubeproto.typed import FloatLiteral, object_from_pairs
 
 MAX_DEPTH = 10_000
 """Go's ``encoding/json`` nesting limit, which kube-apiserver's decoder inherits."""
 _RECURSION_FOR_DEEP_DOCUMENTS = 4 * MAX_DEPTH
 """Frames a document of MAX_DEPTH levels needs while it is parsed, copied, validated and encoded."""
 _TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+_GO_REPLACE = "kubelet-dra-go-replace"
+codecs.register_error(_GO_REPLACE, lambda err: ("\ufffd" * (err.end - err.start), err.end))
 
 
 def allow_deep_documents() -> None:
@@ -32,7 +41,17 @@ def loads(body: bytes) -> Any:
         if bracket is not None:
             snippet = body[:30].decode(errors="replace")
             raise ValueError(f"invalid character '{bracket}' exceeded max depth ({snippet} ...)")
-    return json.loads(body)
+    return json.loads(
+        body.decode("utf-8", _GO_REPLACE),
+        parse_float=FloatLiteral,
+        parse_constant=_not_json,
+        object_pairs_hook=object_from_pairs,
+    )
+
+
+def _not_json(constant: str) -> Any:
+    """Python's parser takes NaN and Infinity; Go's stops at their first letter."""
+    raise ValueError(f"invalid character '{constant.lstrip('-')[0]}' looking for beginning of value")
 
 
 def _first_too_deep(body: bytes) -> str | None:

@@ -8,8 +8,7 @@ from the types compiled into it (strategic merge for core kinds) or, for resourc
 does not know, as JSON merge patches, which every resource here accepts. ``kubectl explain``
 finds each kind by its ``x-kubernetes-group-version-kind``.
 
-The schemas describe the top-level fields of every kind; ``unknown_fields`` uses the same
-table for ``fieldValidation=Strict``.
+The schemas describe the top-level fields of every kind.
 """
 
 from __future__ import annotations
@@ -91,16 +90,6 @@ _TYPE_META_FIELDS = {
 }
 
 _PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml")
-
-
-def unknown_fields(rt: ResourceType, obj: dict[str, Any]) -> list[str]:
-    """Fields of ``obj`` that its kind does not have (top level and metadata), for fieldValidation."""
-    known = TOP_LEVEL_FIELDS[rt.kind].keys() | _TYPE_META_FIELDS.keys() | {"metadata"}
-    unknown = [field for field in obj if field not in known]
-    metadata = obj.get("metadata")
-    if isinstance(metadata, dict):
-        unknown += [f"metadata.{field}" for field in metadata if field not in OBJECT_META_FIELDS]
-    return unknown
 
 
 def _package(rt: ResourceType) -> str:

@@ -26,8 +26,9 @@ class ApiError(Exception):
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
         }
+        if self.reason:  # kube-apiserver's errors without a reason (e.g. apply's 500) carry none
+            status["reason"] = self.reason
         if self.details is not None:
             status["details"] = self.details
         status["code"] = self.code
@@ -38,7 +39,8 @@ def _details(name: str, group: str, kind: str) -> dict[str, Any]:
     details: dict[str, Any] = {"name": name} if name else {}  # omitempty, as every field of StatusDetails
     if group:
         details["group"] = group
-    details["kind"] = kind
+    if kind:
+        details["kind"] = kind
     return details
 
 

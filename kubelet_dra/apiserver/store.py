@@ -26,7 +26,7 @@ from typing import Any
 
 import attrs
 
-from kubelet_dra.apiserver import conversion, defaults, paging, selectors, status, validation
+from kubelet_dra.apiserver import conversion, decoding, defaults, paging, selectors, status, validation
 from kubelet_dra.apiserver import patch as patches
 from kubelet_dra.apiserver.paging import ListResult, View
 from kubelet_dra.apiserver.persistence import Persistence
@@ -336,10 +336,13 @@ class Store:
         field_manager: str = "",
         force: bool = False,
         dry_run: bool = False,
+        decode: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """Apply a patch expressed at ``version`` (the patch type is the request's Content-Type).
 
-        A ``metadata.resourceVersion`` inside the patch is a precondition, as with update.
+        The result is decoded into its kind (``decode``, by default with fieldValidation=Ignore)
+        before it is stored. A ``metadata.resourceVersion`` inside the patch is a precondition, as
+        with update.
         """
         if patch_type not in patches.accepted_types(rt.strategic_merge):
             raise patches.unsupported_media_type()
@@ -347,7 +350,7 @@ class Store:
             return self._apply(rt, version, namespace, name, body, subresource, field_manager, force, dry_run)
         current = conversion.from_storage(rt, version, self.get(rt, namespace, name))
         patched = patches.apply_patch(patch_type, current, body, strategic=rt.strategic_merge)
-        stored = conversion.to_storage(rt, patched)
+        stored = conversion.to_storage(rt, (decode or decoding.PatchDecoding(rt, version))(patched))
         return self.update(rt, namespace, name, stored, subresource=subresource, dry_run=dry_run)
 
     def delete(
@@ -619,6 +622,7 @@ class Store:
         applied = patches.decode_applied(
             body, field_manager=field_manager, api_version=api_version, kind=rt.kind, name=name
         )
+        applied = decoding.decode_applied(rt, version, name, applied)
         scope = _scope(rt, namespace)
         stored = self._table(rt).objects.get(_key(scope, name))
         if stored is None and subresource:

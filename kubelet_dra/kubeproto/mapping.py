@@ -1,15 +1,12 @@
 """Kubernetes objects between their JSON documents and Kubernetes protobuf, for any served kind.
 
-One generic walk over the message descriptors of ``proto/k8s`` does every kind: a field's proto
-name is its JSON name, and the ``.proto`` files declare a scalar ``optional`` exactly when its zero
-value is meaningful in JSON (a Go pointer, or no ``omitempty``), so presence on the wire decides
-whether a zero survives. Two field options carry the rest of Go's JSON rules: ``inline`` marks a
-message whose fields sit in its parent's JSON object (Go's ``json:",inline"``, e.g. a Volume's
-source), ``nullable`` a field Go writes as null when empty (a list without omitempty, a time
-without omitzero). The few types whose JSON
-is not a plain object (Quantity, Time, MicroTime, Duration, IntOrString, RawExtension, FieldsV1)
-have one conversion each, keyed by their full message name. JSON keys the message does not have
-are dropped, as kube-apiserver's protobuf decoding drops what the Go type does not hold.
+One generic walk over the message descriptors of ``proto/k8s`` (``schema``) does every kind: the
+``.proto`` files declare a scalar ``optional`` exactly when its zero value is meaningful in JSON
+(a Go pointer, or no ``omitempty``), so presence on the wire decides whether a zero survives. The
+few types whose JSON is not a plain object (Quantity, Time, MicroTime, Duration, IntOrString,
+RawExtension, FieldsV1) have one conversion each, keyed by their full message name. JSON keys the
+message does not have are dropped, as kube-apiserver's protobuf decoding drops what the Go type
+does not hold.
 
 On the wire an object is ``k8s\\x00`` + ``runtime.Unknown`` (its apiVersion and kind, and the
 object's own bytes); a watch stream is a sequence of frames, each a 4-byte big-endian length and
@@ -21,68 +18,36 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime
-import functools
 import json
-import re
 import struct
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from google.protobuf import descriptor_pool, message_factory
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
-from kubelet_dra.kubeproto import (  # noqa: F401  (importing registers the descriptors)
-    core_v1_pb2,
-    intstr_pb2,
-    meta_v1_pb2,
-    options_pb2,
-    resource_quantity_pb2,
-    resource_v1_pb2,
-    resource_v1beta1_pb2,
-    resource_v1beta2_pb2,
-    runtime_pb2,
+from kubelet_dra.kubeproto import meta_v1_pb2, runtime_pb2
+from kubelet_dra.kubeproto.durations import go_duration, parse_go_duration
+from kubelet_dra.kubeproto.schema import (
+    INT_OR_STRING,
+    INT_TYPES,
+    META,
+    QUANTITY,
+    RUNTIME,
+    ProtobufError,
+    inline_fields,
+    is_inline,
+    is_list,
+    is_map,
+    json_type,
+    message_class,
+    nullable_fields,
 )
+
+__all__ = ["ProtobufError", "decode", "decode_watch_frames", "encode", "encode_watch_event", "message_class"]
 
 MAGIC = b"k8s\x00"
-META = "k8s.io.apimachinery.pkg.apis.meta.v1"
-RUNTIME = "k8s.io.apimachinery.pkg.runtime"
-# Kinds of meta.k8s.io that clients send or receive under any group's apiVersion.
-META_KINDS = frozenset(
-    {
-        "Status",
-        "DeleteOptions",
-        "WatchEvent",
-        "ListOptions",
-        "GetOptions",
-        "CreateOptions",
-        "UpdateOptions",
-        "PatchOptions",
-        "PartialObjectMetadata",
-        "PartialObjectMetadataList",
-    }
-)
 _FRAME_LENGTH = struct.Struct(">I")
-
-
-class ProtobufError(ValueError):
-    """A protobuf body that cannot be read or a document that cannot be written; says where."""
-
-
-def package_of(api_version: str) -> str:
-    """The proto package of an ``apiVersion``: ``v1`` -> core/v1, ``resource.k8s.io/v1`` -> resource/v1."""
-    group, _, version = api_version.rpartition("/")
-    return f"k8s.io.api.{group.removesuffix('.k8s.io').replace('.', '') or 'core'}.{version}"
-
-
-def message_class(api_version: str, kind: str) -> type[Message]:
-    """The generated class of ``kind`` at ``api_version``; ProtobufError when we have no such type."""
-    package = META if kind in META_KINDS else package_of(api_version)
-    try:
-        descriptor = descriptor_pool.Default().FindMessageTypeByName(f"{package}.{kind}")
-    except KeyError:
-        raise ProtobufError(f"no protobuf type for kind {kind!r} of {api_version!r}") from None
-    return message_factory.GetMessageClass(descriptor)
 
 
 # --- messages to JSON --------------------------------------------------------------------------
@@ -95,21 +60,21 @@ def to_json(message: Message) -> Any:
         return special(message)
     document: dict[str, Any] = {}
     for field, value in message.ListFields():
-        if _is_inline(field):
+        if is_inline(field):
             document.update(to_json(value))
             continue
         converted = _field_to_json(field, value)
         if converted is not None:
             document[field.name] = converted
-    for field in _nullable_fields(message.DESCRIPTOR):
+    for field in nullable_fields(message.DESCRIPTOR):
         document.setdefault(field.name, None)
-    if _is_list(message.DESCRIPTOR) and not document.get("items"):
+    if is_list(message.DESCRIPTOR) and not document.get("items"):
         document["items"] = []
     return document
 
 
 def _field_to_json(field: FieldDescriptor, value: Any) -> Any:
-    if _is_map(field):
+    if is_map(field):
         value_field = field.message_type.fields_by_name["value"]
         return {key: _single_to_json(value_field, item) for key, item in value.items()}
     if field.is_repeated:
@@ -123,29 +88,6 @@ def _single_to_json(field: FieldDescriptor, value: Any) -> Any:
     if field.type == FieldDescriptor.TYPE_BYTES:
         return base64.b64encode(value).decode()
     return value
-
-
-def _is_map(field: FieldDescriptor) -> bool:
-    return field.type == FieldDescriptor.TYPE_MESSAGE and field.message_type.GetOptions().map_entry
-
-
-@functools.cache
-def _is_inline(field: FieldDescriptor) -> bool:
-    return field.GetOptions().Extensions[options_pb2.inline]
-
-
-@functools.cache
-def _inline_fields(descriptor: Descriptor) -> tuple[FieldDescriptor, ...]:
-    return tuple(field for field in descriptor.fields if _is_inline(field))
-
-
-@functools.cache
-def _nullable_fields(descriptor: Descriptor) -> tuple[FieldDescriptor, ...]:
-    return tuple(field for field in descriptor.fields if field.GetOptions().Extensions[options_pb2.nullable])
-
-
-def _is_list(descriptor: Descriptor) -> bool:
-    return descriptor.name.endswith("List") and "items" in descriptor.fields_by_name
 
 
 def _time_to_json(message: Message) -> str | None:
@@ -176,12 +118,12 @@ def _int_or_string_to_json(message: Message) -> int | str:
 
 
 _SPECIAL_TO_JSON: dict[str, Callable[[Message], Any]] = {
-    "k8s.io.apimachinery.pkg.api.resource.Quantity": lambda message: message.string,
+    QUANTITY: lambda message: message.string,
     f"{META}.Time": _time_to_json,
     f"{META}.MicroTime": _micro_time_to_json,
     f"{META}.Duration": lambda message: go_duration(message.duration),
     f"{META}.FieldsV1": lambda message: _raw_to_json(message.Raw, "a FieldsV1"),
-    "k8s.io.apimachinery.pkg.util.intstr.IntOrString": _int_or_string_to_json,
+    INT_OR_STRING: _int_or_string_to_json,
     f"{RUNTIME}.RawExtension": lambda message: _raw_to_json(message.raw, "a RawExtension"),
 }
 
@@ -196,17 +138,17 @@ def from_json(document: Any, message: Message, path: str = "") -> None:
         special(document, message, path)
         return
     if not isinstance(document, dict):
-        raise ProtobufError(f"{path or 'the object'}: expected an object, got {_json_type(document)}")
+        raise ProtobufError(f"{path or 'the object'}: expected an object, got {json_type(document)}")
     message.SetInParent()
-    for inline in _inline_fields(message.DESCRIPTOR):
+    for inline in inline_fields(message.DESCRIPTOR):
         from_json(document, getattr(message, inline.name), path)
     fields = message.DESCRIPTOR.fields_by_name
     for key, value in document.items():
         field = fields.get(key)
-        if field is None or value is None or _is_inline(field):
+        if field is None or value is None or is_inline(field):
             continue
         where = f"{path}.{key}" if path else key
-        if _is_map(field):
+        if is_map(field):
             _map_from_json(value, message, field, where)
         elif field.is_repeated:
             _repeated_from_json(value, message, field, where)
@@ -218,7 +160,7 @@ def from_json(document: Any, message: Message, path: str = "") -> None:
 
 def _map_from_json(value: Any, message: Message, field: FieldDescriptor, where: str) -> None:
     if not isinstance(value, dict):
-        raise ProtobufError(f"{where}: expected an object, got {_json_type(value)}")
+        raise ProtobufError(f"{where}: expected an object, got {json_type(value)}")
     target = getattr(message, field.name)
     value_field = field.message_type.fields_by_name["value"]
     for key, item in value.items():
@@ -230,7 +172,7 @@ def _map_from_json(value: Any, message: Message, field: FieldDescriptor, where: 
 
 def _repeated_from_json(value: Any, message: Message, field: FieldDescriptor, where: str) -> None:
     if not isinstance(value, list):
-        raise ProtobufError(f"{where}: expected an array, got {_json_type(value)}")
+        raise ProtobufError(f"{where}: expected an array, got {json_type(value)}")
     target = getattr(message, field.name)
     for index, item in enumerate(value):
         if field.type == FieldDescriptor.TYPE_MESSAGE:
@@ -239,29 +181,15 @@ def _repeated_from_json(value: Any, message: Message, field: FieldDescriptor, wh
             target.append(_scalar(field, item, f"{where}[{index}]"))
 
 
-_INT_TYPES = frozenset(
-    {
-        FieldDescriptor.TYPE_INT32,
-        FieldDescriptor.TYPE_INT64,
-        FieldDescriptor.TYPE_UINT32,
-        FieldDescriptor.TYPE_UINT64,
-        FieldDescriptor.TYPE_SINT32,
-        FieldDescriptor.TYPE_SINT64,
-        FieldDescriptor.TYPE_FIXED32,
-        FieldDescriptor.TYPE_FIXED64,
-    }
-)
-
-
 def _scalar(field: FieldDescriptor, value: Any, where: str) -> Any:
     kind = field.type
     if kind == FieldDescriptor.TYPE_STRING and isinstance(value, str):
         return value
     if kind == FieldDescriptor.TYPE_BOOL and isinstance(value, bool):
         return value
-    if kind in _INT_TYPES and isinstance(value, int) and not isinstance(value, bool):
+    if kind in INT_TYPES and isinstance(value, int) and not isinstance(value, bool):
         return value
-    if kind in _INT_TYPES and isinstance(value, float) and value.is_integer():
+    if kind in INT_TYPES and isinstance(value, float) and value.is_integer():
         return int(value)
     if kind in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT) and isinstance(value, int | float):
         return float(value)
@@ -273,28 +201,18 @@ def _scalar(field: FieldDescriptor, value: Any, where: str) -> Any:
     expected = {FieldDescriptor.TYPE_STRING: "a string", FieldDescriptor.TYPE_BOOL: "a boolean"}.get(
         kind, "a base64 string" if kind == FieldDescriptor.TYPE_BYTES else "a number"
     )
-    raise ProtobufError(f"{where}: expected {expected}, got {_json_type(value)}")
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return f"the number {value}"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    return {dict: "an object", list: "an array"}.get(type(value), type(value).__name__)
+    raise ProtobufError(f"{where}: expected {expected}, got {json_type(value)}")
 
 
 def _quantity_from_json(value: Any, message: Message, path: str) -> None:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise ProtobufError(f"{path}: a quantity must be a string or a number, got {_json_type(value)}")
+        raise ProtobufError(f"{path}: a quantity must be a string or a number, got {json_type(value)}")
     message.string = value if isinstance(value, str) else json.dumps(value)
 
 
 def _parse_time(value: Any, path: str) -> datetime.datetime:
     if not isinstance(value, str):
-        raise ProtobufError(f"{path}: a time must be an RFC 3339 string, got {_json_type(value)}")
+        raise ProtobufError(f"{path}: a time must be an RFC 3339 string, got {json_type(value)}")
     try:
         moment = datetime.datetime.fromisoformat(value)
     except ValueError as err:
@@ -329,7 +247,7 @@ def _int_or_string_from_json(value: Any, message: Message, path: str) -> None:
     elif isinstance(value, int) and not isinstance(value, bool):
         message.intVal = value
     else:
-        raise ProtobufError(f"{path}: expected an integer or a string, got {_json_type(value)}")
+        raise ProtobufError(f"{path}: expected an integer or a string, got {json_type(value)}")
 
 
 def _raw_from_json(attribute: str) -> Callable[[Any, Message, str], None]:
@@ -341,66 +259,14 @@ def _raw_from_json(attribute: str) -> Callable[[Any, Message, str], None]:
 
 
 _SPECIAL_FROM_JSON: dict[str, Callable[[Any, Message, str], None]] = {
-    "k8s.io.apimachinery.pkg.api.resource.Quantity": _quantity_from_json,
+    QUANTITY: _quantity_from_json,
     f"{META}.Time": _time_from_json,
     f"{META}.MicroTime": _micro_time_from_json,
     f"{META}.Duration": _duration_from_json,
     f"{META}.FieldsV1": _raw_from_json("Raw"),
-    "k8s.io.apimachinery.pkg.util.intstr.IntOrString": _int_or_string_from_json,
+    INT_OR_STRING: _int_or_string_from_json,
     f"{RUNTIME}.RawExtension": _raw_from_json("raw"),
 }
-
-
-# --- Go durations ------------------------------------------------------------------------------
-
-_DURATION_UNITS = (("h", 3_600_000_000_000), ("m", 60_000_000_000), ("s", 1_000_000_000))
-_SMALL_UNITS = (("ms", 1_000_000), ("µs", 1_000), ("ns", 1))
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_UNIT_NANOS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
-_UNIT_NANOS |= {"m": 60_000_000_000, "h": 3_600_000_000_000}
-
-
-def go_duration(nanos: int) -> str:
-    """A duration as Go's ``time.Duration.String`` writes it (``1h2m3.5s``, ``150ms``, ``0s``)."""
-    if nanos == 0:
-        return "0s"
-    sign, nanos = ("-", -nanos) if nanos < 0 else ("", nanos)
-    if nanos < 1_000_000_000:
-        for unit, size in _SMALL_UNITS:
-            if nanos >= size:
-                return sign + _decimal(nanos, size) + unit
-    hours, rest = divmod(nanos, 3_600_000_000_000)
-    minutes, rest = divmod(rest, 60_000_000_000)
-    text = f"{hours}h" if hours else ""
-    text += f"{minutes}m" if hours or minutes else ""
-    return sign + text + _decimal(rest, 1_000_000_000) + "s"
-
-
-def _decimal(value: int, unit: int) -> str:
-    whole, fraction = divmod(value, unit)
-    if not fraction:
-        return str(whole)
-    digits = str(fraction).rjust(len(str(unit)) - 1, "0").rstrip("0")
-    return f"{whole}.{digits}"
-
-
-def parse_go_duration(value: Any, path: str = "duration") -> int:
-    """Nanoseconds of a Go duration string (``1h30m``, ``-1.5s``, ``0``)."""
-    if not isinstance(value, str) or not value:
-        raise ProtobufError(f"{path}: a duration must be a string such as '30s', got {_json_type(value)}")
-    sign = -1 if value.startswith("-") else 1
-    text = value[1:] if value[0] in "+-" else value
-    if text == "0":
-        return 0
-    total, position = 0, 0
-    for match in _DURATION_PART.finditer(text):
-        if match.start() != position:
-            break
-        total += round(float(match[1]) * _UNIT_NANOS[match[2]])
-        position = match.end()
-    if position != len(text) or position == 0:
-        raise ProtobufError(f"{path}: {value!r} is not a duration (examples: 30s, 1m30s, 250ms)")
-    return sign * total
 
 
 # --- envelopes and watch frames -----------------------------------------------------------------

@@ -1,0 +1,358 @@
+"""Typed decoding: a JSON document read into its kind's schema the way kube-apiserver's Go decoder reads it.
+
+kube-apiserver never stores what it could not decode into the kind's Go type: a value of the
+wrong JSON type, a non-integer or out-of-range number for an integer, a bad quantity or time is
+a 400 before defaulting and validation run. The message descriptors of ``proto/k8s`` hold the
+same types, so one walk over them decodes every kind and version the server serves.
+
+Go's rules kept here: a type mismatch is remembered and decoding goes on, the first one is
+reported (``json: cannot unmarshal <what> into Go struct field <Struct>.<path> of type <type>``,
+the path without list indexes or map keys); a special type's own parser (Quantity, Time, ...)
+stops decoding at once and its error wins. ``null`` leaves a field unset and a list item or map
+value at its zero value. Unknown and duplicate fields are the strict errors ``fieldValidation``
+turns into warnings or a refusal; unknown fields are dropped, as the Go type cannot hold them.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+
+from kubelet_dra.kubeproto import durations, goscalars
+from kubelet_dra.kubeproto.schema import (
+    INT_OR_STRING,
+    INT_TYPES,
+    META,
+    QUANTITY,
+    RUNTIME,
+    ProtobufError,
+    descriptor_of,
+    is_inline,
+    is_map,
+)
+
+_TYPE_META = ("apiVersion", "kind")
+_INT_RANGES = {
+    FieldDescriptor.TYPE_INT32: (-(2**31), 2**31 - 1, "int32"),
+    FieldDescriptor.TYPE_SINT32: (-(2**31), 2**31 - 1, "int32"),
+    FieldDescriptor.TYPE_UINT32: (0, 2**32 - 1, "uint32"),
+    FieldDescriptor.TYPE_FIXED32: (0, 2**32 - 1, "uint32"),
+    FieldDescriptor.TYPE_UINT64: (0, 2**64 - 1, "uint64"),
+    FieldDescriptor.TYPE_FIXED64: (0, 2**64 - 1, "uint64"),
+}
+_INT64 = (-(2**63), 2**63 - 1, "int64")
+_SCALAR_NAMES = {
+    FieldDescriptor.TYPE_STRING: "string",
+    FieldDescriptor.TYPE_BOOL: "bool",
+    FieldDescriptor.TYPE_BYTES: "[]uint8",
+    FieldDescriptor.TYPE_DOUBLE: "float64",
+    FieldDescriptor.TYPE_FLOAT: "float32",
+}
+
+
+class FloatLiteral(float):
+    """A JSON number written with a fraction or exponent, which keeps its text: Go refuses ``1e3`` for an int."""
+
+    text: str
+
+    def __new__(cls, text: str) -> FloatLiteral:
+        number = super().__new__(cls, text)
+        number.text = text
+        return number
+
+
+class SeenTwice(dict[str, Any]):
+    """A JSON object whose text named some keys more than once (the last value kept, as in Go)."""
+
+    duplicates: frozenset[str] = frozenset()
+
+
+def object_from_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``' object hook: a dict, or a SeenTwice that remembers its duplicated keys.
+
+    A duplicated key moves to where it was last seen, where Go reports it.
+    """
+    document = dict(pairs)
+    if len(document) == len(pairs):
+        return document
+    seen_twice = SeenTwice()
+    duplicates = set()
+    for key, value in pairs:
+        if key in seen_twice:
+            duplicates.add(key)
+            del seen_twice[key]
+        seen_twice[key] = value
+    seen_twice.duplicates = frozenset(duplicates)
+    return seen_twice
+
+
+class TypedDecodeError(ProtobufError):
+    """The document does not decode into its kind; ``str()`` is Go's message."""
+
+
+@attrs.frozen
+class Decoded:
+    """A document as its Go type holds it, and the strict errors (unknown, duplicate fields) in text order."""
+
+    document: dict[str, Any]
+    strict_errors: tuple[str, ...]
+
+
+def decode_typed(document: dict[str, Any], api_version: str, kind: str) -> Decoded:
+    """``document`` decoded into ``kind`` at ``api_version``; TypedDecodeError with Go's message when it cannot be."""
+    walk = _Walk()
+    try:
+        decoded = walk.object(document, descriptor_of(api_version, kind), (), "", top=True)
+    except _Abort as abort:
+        raise TypedDecodeError(str(abort)) from None
+    if walk.saved is not None:
+        raise TypedDecodeError(walk.saved)
+    return Decoded(decoded, tuple(walk.strict))
+
+
+class _Abort(Exception):
+    """A special type's parser failed: Go stops decoding there and reports this."""
+
+
+@functools.cache
+def _fields(descriptor: Descriptor) -> dict[str, tuple[FieldDescriptor, tuple[str, ...]]]:
+    """JSON name -> (field, Go names of the embedded structs it sits in), inline messages flattened."""
+    fields: dict[str, tuple[FieldDescriptor, tuple[str, ...]]] = {}
+    for field in descriptor.fields:
+        if is_inline(field):
+            embedded = field.message_type.name
+            for name, (inner, chain) in _fields(field.message_type).items():
+                fields.setdefault(name, (inner, (embedded, *chain)))
+        else:
+            fields[field.name] = (field, ())
+    return fields
+
+
+def go_type(field: FieldDescriptor, *, element: bool = False) -> str:
+    """The Go type name a field's error names: ``string``, ``[]v1.Device``, ``map[string]string``."""
+    if is_map(field) and not element:
+        return f"map[string]{go_type(field.message_type.fields_by_name['value'], element=True)}"
+    if field.is_repeated and not element:
+        return f"[]{go_type(field, element=True)}"
+    if field.type == FieldDescriptor.TYPE_MESSAGE:
+        package = field.message_type.file.package
+        return f"{package.rsplit('.', 1)[-1]}.{field.message_type.name}"
+    if field.type in INT_TYPES:
+        return _INT_RANGES.get(field.type, _INT64)[2]
+    return _SCALAR_NAMES[field.type]
+
+
+def _what(value: Any, *, numeric: bool = False) -> str:
+    """How Go names the JSON value it could not store; numbers with their text when the target is numeric."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return f"number {_number_text(value)}" if numeric else "number"
+    return {str: "string", dict: "object", list: "array"}.get(type(value), "value")
+
+
+def _number_text(value: float) -> str:
+    if isinstance(value, FloatLiteral):
+        return value.text
+    if isinstance(value, float) and value.is_integer() and math.isfinite(value):
+        return str(int(value))
+    return repr(value)
+
+
+class _Walk:
+    """One decoding: the first type mismatch seen and the strict errors, as Go's decoder keeps them."""
+
+    def __init__(self) -> None:
+        self.saved: str | None = None
+        self.strict: list[str] = []
+
+    def mismatch(
+        self, value: Any, struct: str, go_path: tuple[str, ...], type_name: str, numeric: bool = False
+    ) -> None:
+        if self.saved is None:
+            what = _what(value, numeric=numeric)
+            self.saved = (
+                f"json: cannot unmarshal {what} into Go struct field {struct}.{'.'.join(go_path)} of type {type_name}"
+            )
+
+    def object(
+        self, value: dict[str, Any], descriptor: Descriptor, go_path: tuple[str, ...], path: str, top: bool = False
+    ) -> dict[str, Any]:
+        decoded: dict[str, Any] = {}
+        duplicates = value.duplicates if isinstance(value, SeenTwice) else frozenset()
+        fields = _fields(descriptor)
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else key
+            if key in duplicates:
+                self.strict.append(f'duplicate field "{where}"')
+            if top and key in _TYPE_META:
+                decoded[key] = item
+                continue
+            known = fields.get(key)
+            if known is None:
+                self.strict.append(f'unknown field "{where}"')
+                continue
+            if item is None:
+                continue
+            field, embedded = known
+            decoded[key] = self.field(item, field, descriptor.name, (*go_path, *embedded, key), where)
+        return decoded
+
+    def field(self, value: Any, field: FieldDescriptor, struct: str, go_path: tuple[str, ...], path: str) -> Any:
+        if is_map(field):
+            if not isinstance(value, dict):
+                return self.mismatch(value, struct, go_path, go_type(field))
+            item_field = field.message_type.fields_by_name["value"]
+            return {key: self.single(item, item_field, struct, go_path, f"{path}.{key}") for key, item in value.items()}
+        if field.is_repeated:
+            if not isinstance(value, list):
+                return self.mismatch(value, struct, go_path, go_type(field))
+            return [self.single(item, field, struct, go_path, f"{path}[{index}]") for index, item in enumerate(value)]
+        return self.single(value, field, struct, go_path, path)
+
+    def single(self, value: Any, field: FieldDescriptor, struct: str, go_path: tuple[str, ...], path: str) -> Any:
+        """One value of ``field``'s type (a list item or map value is one too; ``null`` is its zero value)."""
+        if field.type == FieldDescriptor.TYPE_MESSAGE:
+            special = _SPECIALS.get(field.message_type.full_name)
+            if special is not None:
+                return special(self, value, struct, go_path)
+            if value is None:
+                return {}
+            if not isinstance(value, dict):
+                return self.mismatch(value, struct, go_path, go_type(field, element=True))
+            return self.object(value, field.message_type, go_path, path)
+        if value is None:
+            return _zero(field)
+        return self.scalar(value, field, struct, go_path)
+
+    def scalar(self, value: Any, field: FieldDescriptor, struct: str, go_path: tuple[str, ...]) -> Any:
+        kind = field.type
+        if kind == FieldDescriptor.TYPE_STRING and isinstance(value, str):
+            return value
+        if kind == FieldDescriptor.TYPE_BOOL and isinstance(value, bool):
+            return value
+        if kind == FieldDescriptor.TYPE_BYTES and isinstance(value, str):
+            error = goscalars.base64_error(value)
+            if error is not None and self.saved is None:
+                self.saved = error
+            return value
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if kind in INT_TYPES and number:
+            low, high, name = _INT_RANGES.get(kind, _INT64)
+            whole = _whole(value)
+            if whole is None or not low <= whole <= high:
+                return self.mismatch(value, struct, go_path, name, numeric=True)
+            return whole
+        if kind in (FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT) and number:
+            if not math.isfinite(value):
+                raise _Abort(f"json: unsupported value: {_number_text(value)}")
+            return value
+        return self.mismatch(value, struct, go_path, go_type(field, element=True))
+
+
+def _whole(value: float) -> int | None:
+    """An integer's value; a YAML number such as ``2.0`` is one (it reaches Go as JSON ``2``), JSON ``2.0`` is not."""
+    if isinstance(value, int):
+        return value
+    if isinstance(value, FloatLiteral) or not math.isfinite(value) or not value.is_integer():
+        return None
+    return int(value)
+
+
+def _zero(field: FieldDescriptor) -> Any:
+    if field.type in INT_TYPES:
+        return 0
+    return {FieldDescriptor.TYPE_BOOL: False, FieldDescriptor.TYPE_DOUBLE: 0.0, FieldDescriptor.TYPE_FLOAT: 0.0}.get(
+        field.type, ""
+    )
+
+
+# --- the special types: each parses its own JSON, and its error stops the decoding ------------------------------
+
+
+def _via_string(value: Any, struct: str, go_path: tuple[str, ...]) -> str:
+    """Time and Duration read their JSON as a Go string first; anything else fails as that string would."""
+    if not isinstance(value, str):
+        raise _Abort(
+            f"json: cannot unmarshal {_what(value)} into Go struct field {struct}.{'.'.join(go_path)} of type string"
+        )
+    return value
+
+
+def _time(layout: str) -> Callable[[_Walk, Any, str, tuple[str, ...]], Any]:
+    def parse(walk: _Walk, value: Any, struct: str, go_path: tuple[str, ...]) -> Any:
+        if value is None:
+            return None
+        text = _via_string(value, struct, go_path)
+        error = goscalars.time_error(text, layout)
+        if error is not None:
+            raise _Abort(error)
+        return text
+
+    return parse
+
+
+def _duration(walk: _Walk, value: Any, struct: str, go_path: tuple[str, ...]) -> Any:
+    if value is None:
+        return "0s"
+    text = _via_string(value, struct, go_path)
+    try:
+        durations.parse_go_duration(text)
+    except ProtobufError:
+        raise _Abort(f'time: invalid duration "{text}"') from None
+    return text
+
+
+def _quantity(walk: _Walk, value: Any, struct: str, go_path: tuple[str, ...]) -> Any:
+    if value is None:
+        return "0"
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, int | float):
+        text = _number_text(value)
+    else:
+        text = value if isinstance(value, str) else "{"
+    error = goscalars.quantity_error(text)
+    if error is not None:
+        raise _Abort(error)
+    return text.strip()
+
+
+def _int_or_string(walk: _Walk, value: Any, struct: str, go_path: tuple[str, ...]) -> Any:
+    if value is None or isinstance(value, str):
+        return 0 if value is None else value
+    whole = _whole(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if whole is None or not -(2**31) <= whole < 2**31:
+        what = _what(value, numeric=True)
+        raise _Abort(f"json: cannot unmarshal {what} into Go struct field {struct}.{'.'.join(go_path)} of type int32")
+    return whole
+
+
+def _raw(walk: _Walk, value: Any, struct: str, go_path: tuple[str, ...]) -> Any:
+    """Any JSON (RawExtension, FieldsV1); only what JSON cannot write is refused, as Go's encoder refuses it."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            raise _Abort(f"json: unsupported value: {_number_text(item)}")
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return value
+
+
+_SPECIALS: dict[str, Callable[[_Walk, Any, str, tuple[str, ...]], Any]] = {
+    QUANTITY: _quantity,
+    f"{META}.Time": _time(goscalars.RFC3339),
+    f"{META}.MicroTime": _time(goscalars.RFC3339_MICRO),
+    f"{META}.Duration": _duration,
+    f"{META}.FieldsV1": _raw,
+    INT_OR_STRING: _int_or_string,
+    f"{RUNTIME}.RawExtension": _raw,
+}
