@@ -208,7 +208,13 @@ class _Walk:
             if not isinstance(value, dict):
                 return self.mismatch(value, struct, go_path, go_type(field))
             item_field = field.message_type.fields_by_name["value"]
-            return {key: self.single(item, item_field, struct, go_path, f"{path}.{key}") for key, item in value.items()}
+            duplicates = value.duplicates if isinstance(value, SeenTwice) else frozenset()
+            decoded = {}
+            for key, item in value.items():
+                if key in duplicates:
+                    self.strict.append(f'duplicate field "{path}.{key}"')
+                decoded[key] = self.single(item, item_field, struct, go_path, f"{path}.{key}")
+            return decoded
         if field.is_repeated:
             if not isinstance(value, list):
                 return self.mismatch(value, struct, go_path, go_type(field))
