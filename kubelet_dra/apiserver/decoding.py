@@ -11,14 +11,17 @@ fields the kind has, so nothing is stored that cannot be served as JSON and as p
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import attrs
 
 from kubelet_dra.apiserver import status
-from kubelet_dra.apiserver.resources import ResourceType
+from kubelet_dra.apiserver.persistence import StoredObject
+from kubelet_dra.apiserver.resources import RESOURCES, ResourceType
 from kubelet_dra.apiserver.status import ApiError
+from kubelet_dra.errors import StateError
 from kubelet_dra.kubeproto.typed import TypedDecodeError, decode_typed
 
 
@@ -101,3 +104,27 @@ def decode_applied(rt: ResourceType, version: str, name: str, applied: dict[str,
         field = unknown[0].removeprefix('unknown field "').removesuffix('"')
         raise ApiError(500, "", f"{where}: .{field}: field not declared in schema")
     return decoded.document
+
+
+def check_stored(objects: Iterable[StoredObject], path: Path) -> None:
+    """Refuse to serve a data directory holding objects that do not decode (a server before typed decoding
+    stored them): each would break every Go client that lists its resource. StateError names each one."""
+    served = {f"{rt.group}/{rt.plural}": rt for rt in RESOURCES}
+    broken = []
+    for stored in objects:
+        rt = served.get(stored.resource)
+        if rt is None:
+            continue
+        try:
+            decode_typed(stored.object, rt.api_version(rt.storage_version), rt.kind)
+        except TypedDecodeError as err:
+            broken.append(f"  {stored.resource or 'core'} {stored.key}: {err}")
+    if broken:
+        deletes = "DELETE FROM objects WHERE resource = '<resource>' AND key = '<key>'"
+        raise StateError(
+            f"{len(broken)} stored object(s) do not decode into their kind, and Go clients could not read them",
+            where=str(path),
+            fix=f'delete each with sqlite3 {path} "{deletes}" (resource "/configmaps" for core kinds), or start'
+            " with an empty --data-dir",
+            details="\n".join(broken),
+        )

@@ -129,6 +129,8 @@ class Store:
         self._rng = rng or random.SystemRandom()
         self._watch_queue_size = watch_queue_size
         contents = persistence.load() if persistence else None
+        if persistence and contents:
+            decoding.check_stored(contents.objects, persistence.path)
         self._rv = contents.resource_version if contents else 0
         self._start_rv = self._rv
         self._tables: dict[str, _Table] = {}

@@ -58,7 +58,10 @@ def _typed_value(field: FieldDescriptor, depth: int) -> st.SearchStrategy[Any]:
 def _field_value(field: FieldDescriptor, depth: int) -> st.SearchStrategy[Any]:
     one = _typed_value(field, depth) | WRONG
     if is_map(field):
-        return st.dictionaries(st.just("k"), _field_value(field.message_type.fields_by_name["value"], depth), max_size=1) | WRONG
+        return (
+            st.dictionaries(st.just("k"), _field_value(field.message_type.fields_by_name["value"], depth), max_size=1)
+            | WRONG
+        )
     if field.is_repeated:
         return st.lists(one, max_size=2) | WRONG
     return one

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -79,3 +81,35 @@ def test_the_database_is_durable_sqlite_in_the_data_directory(tmp_path: Path) ->
     db = sqlite3.connect(tmp_path / "data" / FILE_NAME)
     assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     db.close()
+
+
+def test_a_data_dir_holding_an_object_that_does_not_decode_is_refused_at_start_naming_it(tmp_path: Path) -> None:
+    """What a server before typed decoding stored (a device named 5) would break every Go reader: the
+    server names it and does not start."""
+    persistence = Persistence(tmp_path)
+    bad = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": "broken", "uid": "u", "resourceVersion": "1"},
+        "spec": {"driver": "d.example.com", "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1}},
+    }
+    bad["spec"]["devices"] = [{"name": 5}]
+    persistence.write("resource.k8s.io/resourceslices", "broken", bad, 1)
+    persistence.write("/configmaps", "default/fine", configmap("fine", namespace="default"), 2)
+    persistence.close()
+    result = subprocess.run(
+        [sys.executable, "-m", "kubelet_dra", "apiserver", "--data-dir", str(tmp_path), "--listen", "127.0.0.1:0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    first, *named = result.stderr.splitlines()
+    assert first.startswith(f"kubelet-dra: error: {tmp_path / FILE_NAME}: 1 stored object(s) do not decode")
+    assert "(fix: delete each with sqlite3" in first
+    assert named == [
+        "  resource.k8s.io/resourceslices broken: json: cannot unmarshal number into Go struct field"
+        " Device.spec.devices.name of type string"
+    ]
+    assert "Traceback" not in result.stderr
