@@ -94,7 +94,7 @@ def _patch_invalid(patched: dict[str, Any], reason: str) -> ApiError:
 
 def decode_applied(rt: ResourceType, version: str, name: str, applied: dict[str, Any]) -> dict[str, Any]:
     """An applied configuration as its kind holds it; else a 500 as kube-apiserver's typed patch object."""
-    where = f"failed to create typed patch object (/{name}; {rt.api_version(version)}, Kind={rt.kind})"
+    where = f"failed to create typed patch object (/{name}; {rt.group}/{version}, Kind={rt.kind})"
     try:
         decoded = decode_typed(applied, rt.api_version(version), rt.kind)
     except TypedDecodeError as err:

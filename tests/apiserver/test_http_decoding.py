@@ -77,7 +77,7 @@ def test_a_patch_whose_result_is_mistyped_is_refused(
         assert answer["message"].startswith(' "" is invalid: patch: Invalid value: "')
         assert answer["details"]["causes"][0]["field"] == "patch"
     else:
-        assert answer["message"].startswith("failed to create typed patch object (/patched; v1, Kind=ConfigMap): ")
+        assert answer["message"].startswith("failed to create typed patch object (/patched; /v1, Kind=ConfigMap): ")
     assert "json: cannot unmarshal number into Go struct field ConfigMap.data of type string" in answer["message"]
     assert apiserver.json("GET", f"{CONFIG_MAPS}/patched")[1]["data"] == {"a": "x"}
 
