@@ -21,8 +21,8 @@ from test_store_support import (
 )
 
 from kubelet_dra.apiserver.status import ApiError
-from kubelet_dra.apiserver.store import GENERATE_NAME_ALPHABET
 from kubelet_dra.apiserver.testing import resource_slice_manifest
+from kubelet_dra.apiserver.writerules import GENERATE_NAME_ALPHABET
 
 
 def test_create_assigns_identity_and_a_global_resource_version() -> None:
