@@ -27,7 +27,9 @@ from kubelet_dra.apiserver import (
     decoding,
     defaults,
     deletion,
+    documents,
     paging,
+    patch_apply,
     reads,
     selectors,
     status,
@@ -155,7 +157,7 @@ class Store:
         self, rt: ResourceType, namespace: str | None, obj: dict[str, Any], *, dry_run: bool = False
     ) -> dict[str, Any]:
         table = self._objects.table(rt)
-        new = patches.clone(obj)
+        new = documents.clone(obj)
         metadata = writerules.metadata_of(new)
         namespace = writerules.namespace_of(rt, namespace, metadata)
         if metadata.get("resourceVersion"):
@@ -213,7 +215,7 @@ class Store:
         if old is None:
             raise status.not_found(rt.plural, rt.group, name)
         self._deletions.removed.clear()
-        body = patches.clone(obj)
+        body = documents.clone(obj)
         metadata = writerules.metadata_of(body)
         if metadata.get("name", name) != name:
             raise status.bad_request(
@@ -357,7 +359,7 @@ class Store:
     ) -> dict[str, Any]:
         """Server-side apply: create the object when absent, otherwise merge the applied fields into it."""
         api_version = rt.api_version(version)
-        applied = patches.decode_applied(
+        applied = patch_apply.decode_applied(
             body, field_manager=field_manager, api_version=api_version, kind=rt.kind, name=name
         )
         applied = decoding.decode_applied(rt, version, name, applied)
@@ -371,7 +373,7 @@ class Store:
                 live["metadata"]["namespace"] = in_scope
         else:
             live = conversion.from_storage(rt, version, stored)
-        request = patches.ApplyRequest(
+        request = patch_apply.ApplyRequest(
             manager=field_manager,
             api_version=api_version,
             time=format_time(self._clock()),
@@ -379,7 +381,7 @@ class Store:
             force=force,
             strategic=rt.strategic_merge,
         )
-        result = conversion.to_storage(rt, patches.server_side_apply(live, applied, request))
+        result = conversion.to_storage(rt, patch_apply.server_side_apply(live, applied, request))
         if stored is None:
             return self.create(rt, namespace, result, dry_run=dry_run)
         return self.update(rt, namespace, name, result, subresource=subresource, dry_run=dry_run)

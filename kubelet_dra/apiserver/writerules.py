@@ -11,8 +11,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from kubelet_dra.apiserver import patch as patches
-from kubelet_dra.apiserver import status
+from kubelet_dra.apiserver import documents, status
 from kubelet_dra.apiserver.objectmap import Table, key, shallow_copy
 from kubelet_dra.apiserver.resources import ResourceType
 
@@ -126,7 +125,7 @@ def _spec_part(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def same_spec(old: dict[str, Any], new: dict[str, Any]) -> bool:
-    return patches.same(_spec_part(old), _spec_part(new))
+    return documents.same(_spec_part(old), _spec_part(new))
 
 
 def _comparable(obj: dict[str, Any]) -> dict[str, Any]:
@@ -140,7 +139,7 @@ def _comparable(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def unchanged(old: dict[str, Any], new: dict[str, Any]) -> bool:
-    return patches.same(_comparable(old), _comparable(new))
+    return documents.same(_comparable(old), _comparable(new))
 
 
 def check_new_finalizers(rt: ResourceType, old: dict[str, Any], new: dict[str, Any]) -> None:

@@ -26,8 +26,8 @@ from kubelet_dra.apiserver.patch import (
     JSON_PATCH,
     MERGE_PATCH,
     STRATEGIC_MERGE_PATCH,
-    strategic_merge,
 )
+from kubelet_dra.apiserver.patch_strategic import strategic_merge
 from kubelet_dra.apiserver.status import ApiError
 from kubelet_dra.apiserver.store import Store
 from kubelet_dra.apiserver.testing import resource_slice_manifest as resource_slice
