@@ -107,7 +107,7 @@ def decode_typed(document: dict[str, Any], api_version: str, kind: str) -> Decod
     """``document`` decoded into ``kind`` at ``api_version``; TypedDecodeError with Go's message when it cannot be."""
     walk = _Walk()
     try:
-        decoded = walk.object(document, descriptor_of(api_version, kind), (), "", top=True)
+        decoded = walk.object(document, descriptor_of(api_version, kind), None, None, top=True)
     except _Abort as abort:
         raise TypedDecodeError(str(abort)) from None
     if walk.saved is not None:
@@ -120,16 +120,18 @@ class _Abort(Exception):
 
 
 @functools.cache
-def _fields(descriptor: Descriptor) -> dict[str, tuple[FieldDescriptor, tuple[str, ...]]]:
-    """JSON name -> (field, Go names of the embedded structs it sits in), inline messages flattened."""
-    fields: dict[str, tuple[FieldDescriptor, tuple[str, ...]]] = {}
+def _fields(descriptor: Descriptor) -> dict[str, tuple[FieldDescriptor, tuple[str, ...], bool]]:
+    """JSON name -> (field, Go names of the embedded structs it sits in, whether it is one plain string),
+    inline messages flattened."""
+    fields: dict[str, tuple[FieldDescriptor, tuple[str, ...], bool]] = {}
     for field in descriptor.fields:
         if is_inline(field):
             embedded = field.message_type.name
-            for name, (inner, chain) in _fields(field.message_type).items():
-                fields.setdefault(name, (inner, (embedded, *chain)))
+            for name, (inner, chain, plain) in _fields(field.message_type).items():
+                fields.setdefault(name, (inner, (embedded, *chain), plain))
         else:
-            fields[field.name] = (field, ())
+            plain = field.type == FieldDescriptor.TYPE_STRING and not field.is_repeated
+            fields[field.name] = (field, (), plain)
     return fields
 
 
@@ -164,6 +166,28 @@ def _number_text(value: float) -> str:
     return repr(value)
 
 
+Where = tuple[Any, str | int] | None
+"""A JSON path, built only when an error names it: (parent, field name or list index), None at the top."""
+GoPath = tuple[Any, tuple[str, ...], str] | None
+"""The path Go names in a type error: (parent, embedded struct names, field name); no indexes, no map keys."""
+
+
+def _json_path(where: Where) -> str:
+    parts: list[str] = []
+    while where is not None:
+        where, segment = where
+        parts.append(f"[{segment}]" if isinstance(segment, int) else f".{segment}")
+    return "".join(reversed(parts)).removeprefix(".")
+
+
+def _go_path(where: GoPath) -> str:
+    parts: list[str] = []
+    while where is not None:
+        where, embedded, name = where
+        parts.extend((name, *reversed(embedded)))
+    return ".".join(reversed(parts))
+
+
 class _Walk:
     """One decoding: the first type mismatch seen and the strict errors, as Go's decoder keeps them."""
 
@@ -171,39 +195,37 @@ class _Walk:
         self.saved: str | None = None
         self.strict: list[str] = []
 
-    def mismatch(
-        self, value: Any, struct: str, go_path: tuple[str, ...], type_name: str, numeric: bool = False
-    ) -> None:
+    def mismatch(self, value: Any, struct: str, go_path: GoPath, type_name: str, numeric: bool = False) -> None:
         if self.saved is None:
-            what = _what(value, numeric=numeric)
-            self.saved = (
-                f"json: cannot unmarshal {what} into Go struct field {struct}.{'.'.join(go_path)} of type {type_name}"
-            )
+            self.saved = _mismatch(_what(value, numeric=numeric), struct, go_path, type_name)
 
     def object(
-        self, value: dict[str, Any], descriptor: Descriptor, go_path: tuple[str, ...], path: str, top: bool = False
+        self, value: dict[str, Any], descriptor: Descriptor, go_path: GoPath, path: Where, top: bool = False
     ) -> dict[str, Any]:
         decoded: dict[str, Any] = {}
         duplicates = value.duplicates if isinstance(value, SeenTwice) else frozenset()
         fields = _fields(descriptor)
+        struct = descriptor.name
         for key, item in value.items():
-            where = f"{path}.{key}" if path else key
             if key in duplicates:
-                self.strict.append(f'duplicate field "{where}"')
+                self.strict.append(f'duplicate field "{_json_path((path, key))}"')
             if top and key in _TYPE_META:
                 decoded[key] = item
                 continue
             known = fields.get(key)
             if known is None:
-                self.strict.append(f'unknown field "{where}"')
+                self.strict.append(f'unknown field "{_json_path((path, key))}"')
                 continue
             if item is None:
                 continue
-            field, embedded = known
-            decoded[key] = self.field(item, field, descriptor.name, (*go_path, *embedded, key), where)
+            field, embedded, plain_string = known
+            if plain_string and type(item) is str:
+                decoded[key] = item
+                continue
+            decoded[key] = self.field(item, field, struct, (go_path, embedded, key), (path, key))
         return decoded
 
-    def field(self, value: Any, field: FieldDescriptor, struct: str, go_path: tuple[str, ...], path: str) -> Any:
+    def field(self, value: Any, field: FieldDescriptor, struct: str, go_path: GoPath, path: Where) -> Any:
         if is_map(field):
             if not isinstance(value, dict):
                 return self.mismatch(value, struct, go_path, go_type(field))
@@ -212,16 +234,16 @@ class _Walk:
             decoded = {}
             for key, item in value.items():
                 if key in duplicates:
-                    self.strict.append(f'duplicate field "{path}.{key}"')
-                decoded[key] = self.single(item, item_field, struct, go_path, f"{path}.{key}")
+                    self.strict.append(f'duplicate field "{_json_path((path, key))}"')
+                decoded[key] = self.single(item, item_field, struct, go_path, (path, key))
             return decoded
         if field.is_repeated:
             if not isinstance(value, list):
                 return self.mismatch(value, struct, go_path, go_type(field))
-            return [self.single(item, field, struct, go_path, f"{path}[{index}]") for index, item in enumerate(value)]
+            return [self.single(item, field, struct, go_path, (path, index)) for index, item in enumerate(value)]
         return self.single(value, field, struct, go_path, path)
 
-    def single(self, value: Any, field: FieldDescriptor, struct: str, go_path: tuple[str, ...], path: str) -> Any:
+    def single(self, value: Any, field: FieldDescriptor, struct: str, go_path: GoPath, path: Where) -> Any:
         """One value of ``field``'s type (a list item or map value is one too; ``null`` is its zero value)."""
         if field.type == FieldDescriptor.TYPE_MESSAGE:
             special = _SPECIALS.get(field.message_type.full_name)
@@ -236,7 +258,7 @@ class _Walk:
             return _zero(field)
         return self.scalar(value, field, struct, go_path)
 
-    def scalar(self, value: Any, field: FieldDescriptor, struct: str, go_path: tuple[str, ...]) -> Any:
+    def scalar(self, value: Any, field: FieldDescriptor, struct: str, go_path: GoPath) -> Any:
         kind = field.type
         if kind == FieldDescriptor.TYPE_STRING and isinstance(value, str):
             return value
@@ -281,17 +303,19 @@ def _zero(field: FieldDescriptor) -> Any:
 # --- the special types: each parses its own JSON, and its error stops the decoding ------------------------------
 
 
-def _via_string(value: Any, struct: str, go_path: tuple[str, ...]) -> str:
+def _mismatch(what: str, struct: str, go_path: GoPath, type_name: str) -> str:
+    return f"json: cannot unmarshal {what} into Go struct field {struct}.{_go_path(go_path)} of type {type_name}"
+
+
+def _via_string(value: Any, struct: str, go_path: GoPath) -> str:
     """Time and Duration read their JSON as a Go string first; anything else fails as that string would."""
     if not isinstance(value, str):
-        raise _Abort(
-            f"json: cannot unmarshal {_what(value)} into Go struct field {struct}.{'.'.join(go_path)} of type string"
-        )
+        raise _Abort(_mismatch(_what(value), struct, go_path, "string"))
     return value
 
 
-def _time(layout: str) -> Callable[[_Walk, Any, str, tuple[str, ...]], Any]:
-    def parse(walk: _Walk, value: Any, struct: str, go_path: tuple[str, ...]) -> Any:
+def _time(layout: str) -> Callable[[_Walk, Any, str, GoPath], Any]:
+    def parse(walk: _Walk, value: Any, struct: str, go_path: GoPath) -> Any:
         if value is None:
             return None
         text = _via_string(value, struct, go_path)
@@ -303,7 +327,7 @@ def _time(layout: str) -> Callable[[_Walk, Any, str, tuple[str, ...]], Any]:
     return parse
 
 
-def _duration(walk: _Walk, value: Any, struct: str, go_path: tuple[str, ...]) -> Any:
+def _duration(walk: _Walk, value: Any, struct: str, go_path: GoPath) -> Any:
     if value is None:
         return "0s"
     text = _via_string(value, struct, go_path)
@@ -314,7 +338,7 @@ def _duration(walk: _Walk, value: Any, struct: str, go_path: tuple[str, ...]) ->
     return text
 
 
-def _quantity(walk: _Walk, value: Any, struct: str, go_path: tuple[str, ...]) -> Any:
+def _quantity(walk: _Walk, value: Any, struct: str, go_path: GoPath) -> Any:
     if value is None:
         return "0"
     if isinstance(value, bool):
@@ -329,17 +353,17 @@ def _quantity(walk: _Walk, value: Any, struct: str, go_path: tuple[str, ...]) ->
     return text.strip()
 
 
-def _int_or_string(walk: _Walk, value: Any, struct: str, go_path: tuple[str, ...]) -> Any:
+def _int_or_string(walk: _Walk, value: Any, struct: str, go_path: GoPath) -> Any:
     if value is None or isinstance(value, str):
         return 0 if value is None else value
     whole = _whole(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
     if whole is None or not -(2**31) <= whole < 2**31:
         what = _what(value, numeric=True)
-        raise _Abort(f"json: cannot unmarshal {what} into Go struct field {struct}.{'.'.join(go_path)} of type int32")
+        raise _Abort(_mismatch(what, struct, go_path, "int32"))
     return whole
 
 
-def _raw(walk: _Walk, value: Any, struct: str, go_path: tuple[str, ...]) -> Any:
+def _raw(walk: _Walk, value: Any, struct: str, go_path: GoPath) -> Any:
     """Any JSON (RawExtension, FieldsV1); only what JSON cannot write is refused, as Go's encoder refuses it."""
     stack = [value]
     while stack:
@@ -353,7 +377,7 @@ def _raw(walk: _Walk, value: Any, struct: str, go_path: tuple[str, ...]) -> Any:
     return value
 
 
-_SPECIALS: dict[str, Callable[[_Walk, Any, str, tuple[str, ...]], Any]] = {
+_SPECIALS: dict[str, Callable[[_Walk, Any, str, GoPath], Any]] = {
     QUANTITY: _quantity,
     f"{META}.Time": _time(goscalars.RFC3339),
     f"{META}.MicroTime": _time(goscalars.RFC3339_MICRO),
