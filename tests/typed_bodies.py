@@ -168,6 +168,7 @@ CASES = (
         ),
     ),
     Case("cm-invalid-utf8", CONFIG_MAPS, config_map(b'{"a":"x\xff\xe2\x82y"}'), 201),
+    Case("cm-lone-surrogate", CONFIG_MAPS, config_map(b'{"a":"x\\ud800y\\ud83d\\ude00"}'), 201),
     Case(
         "cm-duplicate-name",
         CONFIG_MAPS,

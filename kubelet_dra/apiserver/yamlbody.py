@@ -9,26 +9,13 @@ that kube-apiserver accepts is stored and answered, never a crash.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import yaml
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+from kubelet_dra.apiserver.jsonbody import mend_surrogates
 
 
 def loads(body: bytes | str) -> Any:
     """``yaml.safe_load`` with surrogates mended; ``yaml.YAMLError`` for a malformed body."""
-    return _mend(yaml.safe_load(body))
-
-
-def _mend(value: Any) -> Any:
-    if isinstance(value, str):
-        if not _SURROGATE.search(value):
-            return value
-        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    if isinstance(value, dict):
-        return {_mend(key): _mend(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_mend(item) for item in value]
-    return value
+    return mend_surrogates(yaml.safe_load(body))

@@ -49,6 +49,12 @@ def test_invalid_utf8_is_replaced_byte_by_byte(apiserver: ServerThread) -> None:
     assert answer["data"] == {"a": "x\ufffd\ufffd\ufffdy"}
 
 
+def test_escaped_surrogates_are_joined_or_replaced_as_go_does(apiserver: ServerThread) -> None:
+    code, answer, _ = post(apiserver, next(case for case in CASES if case.id == "cm-lone-surrogate").named(""))
+    assert code == 201
+    assert answer["data"] == {"a": "x\ufffdy\U0001f600"}
+
+
 def test_after_every_bad_write_both_encodings_list(apiserver: ServerThread) -> None:
     for case in CASES:
         post(apiserver, case.named("-1"))
