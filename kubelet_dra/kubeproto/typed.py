@@ -9,7 +9,8 @@ Go's rules kept here: a type mismatch is remembered and decoding goes on, the fi
 reported (``json: cannot unmarshal <what> into Go struct field <Struct>.<path> of type <type>``,
 the path without list indexes or map keys); a special type's own parser (Quantity, Time, ...)
 stops decoding at once and its error wins. ``null`` leaves a field unset and a list item or map
-value at its zero value. Unknown and duplicate fields are the strict errors ``fieldValidation``
+value at its zero value; an empty list or map is dropped unless the field is nullable, as Go's
+``omitempty`` drops it. Unknown and duplicate fields are the strict errors ``fieldValidation``
 turns into warnings or a refusal; unknown fields are dropped, as the Go type cannot hold them.
 """
 
@@ -34,6 +35,7 @@ from kubelet_dra.kubeproto.schema import (
     descriptor_of,
     is_inline,
     is_map,
+    nullable_fields,
 )
 
 _TYPE_META = ("apiVersion", "kind")
@@ -120,19 +122,30 @@ class _Abort(Exception):
 
 
 @functools.cache
-def _fields(descriptor: Descriptor) -> dict[str, tuple[FieldDescriptor, tuple[str, ...], bool]]:
-    """JSON name -> (field, Go names of the embedded structs it sits in, whether it is one plain string),
-    inline messages flattened."""
-    fields: dict[str, tuple[FieldDescriptor, tuple[str, ...], bool]] = {}
+def _fields(descriptor: Descriptor) -> dict[str, _Field]:
+    """JSON name -> the field, inline messages flattened."""
+    fields: dict[str, _Field] = {}
+    nullable = set(nullable_fields(descriptor))
     for field in descriptor.fields:
         if is_inline(field):
             embedded = field.message_type.name
-            for name, (inner, chain, plain) in _fields(field.message_type).items():
-                fields.setdefault(name, (inner, (embedded, *chain), plain))
+            for name, inner in _fields(field.message_type).items():
+                fields.setdefault(name, attrs.evolve(inner, embedded=(embedded, *inner.embedded)))
         else:
             plain = field.type == FieldDescriptor.TYPE_STRING and not field.is_repeated
-            fields[field.name] = (field, (), plain)
+            fields[field.name] = _Field(field, (), plain, field.is_repeated and field not in nullable)
     return fields
+
+
+@attrs.frozen
+class _Field:
+    """A field as the walk needs it: its descriptor, the Go names of the embedded structs it sits in, whether it
+    is one plain string, and whether Go's ``omitempty`` drops it when empty (a list or map that is not nullable)."""
+
+    descriptor: FieldDescriptor
+    embedded: tuple[str, ...]
+    plain_string: bool
+    omit_empty: bool
 
 
 def go_type(field: FieldDescriptor, *, element: bool = False) -> str:
@@ -218,11 +231,12 @@ class _Walk:
                 continue
             if item is None:
                 continue
-            field, embedded, plain_string = known
-            if plain_string and type(item) is str:
+            if known.plain_string and type(item) is str:
                 decoded[key] = item
                 continue
-            decoded[key] = self.field(item, field, struct, (go_path, embedded, key), (path, key))
+            result = self.field(item, known.descriptor, struct, (go_path, known.embedded, key), (path, key))
+            if result or not known.omit_empty:
+                decoded[key] = result
         return decoded
 
     def field(self, value: Any, field: FieldDescriptor, struct: str, go_path: GoPath, path: Where) -> Any:

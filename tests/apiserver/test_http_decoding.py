@@ -121,3 +121,14 @@ def test_yaml_whole_numbers_decode_as_integers_as_through_go_yaml(apiserver: Ser
     response = apiserver.request("POST", SLICES, body=half.encode(), headers={"Content-Type": "application/yaml"})
     assert response.status == 400
     assert "cannot unmarshal number 2.5 into Go struct field DeviceAttribute" in json.loads(response.data)["message"]
+
+
+def test_empty_lists_and_maps_are_dropped_as_go_omitempty_drops_them(apiserver: ServerThread) -> None:
+    """kube-apiserver answers ``data: {}``, ``labels: {}``, ``finalizers: []`` with the fields absent; a
+    Namespace's empty finalizers are therefore defaulted."""
+    body = config_map(b"{}", b'"name":"empty","labels":{},"finalizers":[]')
+    code, answer, _ = post(apiserver, Case("empty", CONFIG_MAPS, body, 201))
+    assert code == 201
+    assert ("data" in answer, "labels" in answer["metadata"], "finalizers" in answer["metadata"]) == (False,) * 3
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "empty"}, "spec": {"finalizers": []}}
+    assert apiserver.json("POST", "/api/v1/namespaces", body=namespace)[1]["spec"] == {"finalizers": ["kubernetes"]}

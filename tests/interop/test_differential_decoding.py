@@ -76,3 +76,15 @@ def test_a_mistyped_patch_result_is_refused_by_both(
     assert seen["embedded"] == seen["real"]
     assert seen["real"][:2] == (code, reason)
     assert seen["real"][4] == {"a": "x"}
+
+
+def test_empty_lists_and_maps_are_answered_alike(servers: dict[str, Api]) -> None:
+    suffix = uuid.uuid4().hex[:6]
+    seen = {}
+    for side, api in servers.items():
+        body = config_map(b"{}", f'"name":"empty-{suffix}","labels":{{}},"finalizers":[]'.encode())
+        code, created, _ = answer(api, "POST", CONFIG_MAPS, body)
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"empty-{suffix}"}}
+        _, ns = api("POST", "/api/v1/namespaces", {**namespace, "spec": {"finalizers": []}})
+        seen[side] = (code, "data" in created, sorted(created["metadata"]), ns["spec"])
+    assert seen["embedded"] == seen["real"]
