@@ -85,8 +85,8 @@ NAMES = itertools.count()
 
 def without_nulls(document: Any) -> Any:
     """``document`` without null and empty-list fields, which a Go client cannot tell from absent ones: the
-    JSON form omits some nulls protobuf decodes (an Event's unset times) and keeps empty lists protobuf
-    cannot carry (a Namespace's ``finalizers: []``), rendering differences apart from what is stored."""
+    JSON form omits some nulls protobuf decodes (an Event's unset times) and keeps the empty nullable lists
+    that protobuf cannot carry, rendering differences apart from what is stored."""
     if isinstance(document, dict):
         return {key: without_nulls(value) for key, value in document.items() if value is not None and value != []}
     if isinstance(document, list):
