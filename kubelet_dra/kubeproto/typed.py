@@ -9,9 +9,10 @@ Go's rules kept here: a type mismatch is remembered and decoding goes on, the fi
 reported (``json: cannot unmarshal <what> into Go struct field <Struct>.<path> of type <type>``,
 the path without list indexes or map keys); a special type's own parser (Quantity, Time, ...)
 stops decoding at once and its error wins. ``null`` leaves a field unset and a list item or map
-value at its zero value; an empty list or map is dropped unless the field is nullable, as Go's
-``omitempty`` drops it. Unknown and duplicate fields are the strict errors ``fieldValidation``
-turns into warnings or a refusal; unknown fields are dropped, as the Go type cannot hold them.
+value at its zero value; an empty list or map unless it is nullable, and a zero scalar unless it
+is ``optional``, are dropped, as Go's ``omitempty`` drops them. Unknown and duplicate fields are
+the strict errors ``fieldValidation`` turns into warnings or a refusal; unknown fields are
+dropped, as the Go type cannot hold them.
 """
 
 from __future__ import annotations
@@ -132,15 +133,18 @@ def _fields(descriptor: Descriptor) -> dict[str, _Field]:
             for name, inner in _fields(field.message_type).items():
                 fields.setdefault(name, attrs.evolve(inner, embedded=(embedded, *inner.embedded)))
         else:
-            plain = field.type == FieldDescriptor.TYPE_STRING and not field.is_repeated
-            fields[field.name] = _Field(field, (), plain, field.is_repeated and field not in nullable)
+            scalar = field.type != FieldDescriptor.TYPE_MESSAGE and not field.is_repeated
+            plain = scalar and field.type == FieldDescriptor.TYPE_STRING
+            omit_empty = (field.is_repeated and field not in nullable) or (scalar and not field.has_presence)
+            fields[field.name] = _Field(field, (), plain, omit_empty)
     return fields
 
 
 @attrs.frozen
 class _Field:
     """A field as the walk needs it: its descriptor, the Go names of the embedded structs it sits in, whether it
-    is one plain string, and whether Go's ``omitempty`` drops it when empty (a list or map that is not nullable)."""
+    is one plain string, and whether Go's ``omitempty`` drops it when empty: a list or map that is not nullable,
+    a scalar the ``.proto`` does not declare ``optional`` (a zero ``""``, ``0``, ``false``)."""
 
     descriptor: FieldDescriptor
     embedded: tuple[str, ...]
@@ -232,7 +236,8 @@ class _Walk:
             if item is None:
                 continue
             if known.plain_string and type(item) is str:
-                decoded[key] = item
+                if item or not known.omit_empty:
+                    decoded[key] = item
                 continue
             result = self.field(item, known.descriptor, struct, (go_path, known.embedded, key), (path, key))
             if result or not known.omit_empty:

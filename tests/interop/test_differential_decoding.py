@@ -88,3 +88,14 @@ def test_empty_lists_and_maps_are_answered_alike(servers: dict[str, Api]) -> Non
         _, ns = api("POST", "/api/v1/namespaces", {**namespace, "spec": {"finalizers": []}})
         seen[side] = (code, "data" in created, sorted(created["metadata"]), ns["spec"])
     assert seen["embedded"] == seen["real"]
+
+
+def test_zero_scalars_are_answered_alike(servers: dict[str, Api]) -> None:
+    """An Event's ``reason: ""`` and ``count: 0`` are dropped by Go's omitempty on both servers."""
+    seen = {}
+    for side, api in servers.items():
+        name = f"zero-{uuid.uuid4().hex[:6]}"
+        event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": name}, "involvedObject": {}}
+        code, created = api("POST", "/api/v1/namespaces/default/events", {**event, "reason": "", "count": 0})
+        seen[side] = (code, "reason" in created, "count" in created)
+    assert seen["embedded"] == seen["real"] == (201, False, False)
