@@ -19,7 +19,7 @@ import re
 import sys
 from typing import Any
 
-from kubelet_dra.kubeproto.typed import FloatLiteral, SeenTwice, object_from_pairs
+from kubelet_dra.kubeproto.jsontext import FloatLiteral, SeenTwice, object_from_pairs
 
 MAX_DEPTH = 10_000
 """Go's ``encoding/json`` nesting limit, which kube-apiserver's decoder inherits."""
