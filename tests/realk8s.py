@@ -129,28 +129,33 @@ def stop_control_plane(directory: Path) -> None:
 
 
 @contextlib.contextmanager
-def embedded_control_plane(directory: Path) -> Iterator[RealControlPlane]:
+def embedded_control_plane(directory: Path, nodes: tuple[str, ...] = ()) -> Iterator[RealControlPlane]:
     """``kubelet-dra apiserver`` and ``kubelet-dra controlplane`` (claims from templates, allocation) as a control
     plane dir ``start-kubelet`` accepts (``directory/kubeconfig``, the admin's): a real kubelet runs on the embedded
-    server through :func:`real_kubelet` like on a real one. Both are stopped on exit."""
+    server through :func:`real_kubelet` like on a real one. With ``nodes``, the server is node-restricted and each
+    node's identity is ``directory/kubeconfig-node-<node>``, which ``start-kubelet`` uses. Both are stopped on exit."""
     kubeconfig = directory / "kubeconfig"
     command = [sys.executable, "-m", "kubelet_dra"]
+    restricted = ["--node-restricted", *(word for node in nodes for word in ("--node", node))] if nodes else []
     with (directory / "apiserver.log").open("w") as api_log, (directory / "controlplane.log").open("w") as cp_log:
         server = subprocess.Popen(
-            [*command, "apiserver", "--listen", "127.0.0.1:0", "--kubeconfig-out", str(kubeconfig)],
+            [*command, "apiserver", "--listen", "127.0.0.1:0", "--kubeconfig-out", str(kubeconfig), *restricted],
             stdout=api_log,
             stderr=subprocess.STDOUT,
         )
         processes = [server]
         try:
+            written = [kubeconfig, *(directory / f"kubeconfig.node-{node}.kubeconfig" for node in nodes)]
             for _ in range(300):
-                if kubeconfig.is_file() or server.poll() is not None:
+                if all(path.is_file() for path in written) or server.poll() is not None:
                     break
                 time.sleep(0.05)
-            if not kubeconfig.is_file():
+            if not all(path.is_file() for path in written):
                 raise InteropError(
                     f"the embedded API server did not start: {(directory / 'apiserver.log').read_text()}"
                 )
+            for node in nodes:
+                (directory / f"kubeconfig.node-{node}.kubeconfig").rename(directory / f"kubeconfig-node-{node}")
             config = yaml.safe_load(kubeconfig.read_text())
             cluster = config["clusters"][0]["cluster"]
             ca = directory / "ca.crt"

@@ -69,29 +69,35 @@ REGISTERED = "Registered DRA plugin"
 WATCH_TROUBLE = ("Failed to watch", "failed to list", "Unhandled Error", "the server could not find")
 
 
-@pytest.fixture
-def plane(interop_bin: Path) -> Iterator[RealControlPlane]:
+@pytest.fixture(params=["admin", "node-identity"])
+def plane(request: pytest.FixtureRequest, interop_bin: Path) -> Iterator[RealControlPlane]:
+    """The embedded server and the offline control plane; with ``node-identity`` node-restricted, the kubelet and
+    its driver then act as ``system:node:node-1`` (what a node may write: docs/apiserver.md)."""
     if reason := real_kubelet_missing():
         pytest.skip(reason)
     directory = Path(tempfile.mkdtemp(prefix="kd-emb-", dir="/tmp"))
+    nodes = (NODE,) if request.param == "node-identity" else ()
     try:
-        with embedded_control_plane(directory) as plane:
+        with embedded_control_plane(directory, nodes) as plane:
             yield plane
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
 
 def driver_command(which: str, plane: RealControlPlane, kubelet: RealKubelet, interop_bin: Path) -> list[str]:
+    """The driver's command; it uses the kubelet's identity (the node's when the server is node-restricted)."""
     cdi = str(kubelet.dir / "cdi")
+    identity = plane.dir / f"kubeconfig-node-{NODE}"
+    kubeconfig = str(identity if identity.is_file() else plane.kubeconfig)
     if which == "reference":
         return [
             *(sys.executable, "-m", "kubelet_dra", "driver", "--driver-name", DRIVER, "--node-name", NODE),
-            *("--kubeconfig", str(plane.kubeconfig), "--registry-dir", str(kubelet.registry_dir)),
+            *("--kubeconfig", kubeconfig, "--registry-dir", str(kubelet.registry_dir)),
             *("--plugin-dir", str(kubelet.plugins_dir / DRIVER), "--cdi-root", cdi, "--health"),
         ]
     return [
         str(interop_bin / "dra-example-kubeletplugin"),
-        *("--node-name", NODE, "--kubeconfig", str(plane.kubeconfig)),
+        *("--node-name", NODE, "--kubeconfig", kubeconfig),
         *("--kubelet-registrar-directory-path", str(kubelet.registry_dir)),
         *("--kubelet-plugins-directory-path", str(kubelet.plugins_dir), "--cdi-root", cdi),
         *("--device-profile", "gpu", "--kube-api-qps", "1000", "--kube-api-burst", "1000"),
