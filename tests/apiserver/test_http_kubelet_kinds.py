@@ -98,3 +98,31 @@ def test_kubectl_finds_the_kubelets_kinds(apiserver: ServerThread, tmp_path):
     assert {"leases.coordination.k8s.io", "csinodes.storage.k8s.io", "runtimeclasses.node.k8s.io", "services"} <= set(
         resources
     )
+
+
+def test_kubectl_get_prints_kube_apiservers_columns_for_them(apiserver: ServerThread, tmp_path):
+    kubeconfig = apiserver.server.kubeconfig(tmp_path / "kubeconfig")
+    for stem in ("lease", "csinode", "csidriver", "runtimeclass", "service-headless"):
+        send(apiserver, "POST", COLLECTIONS[stem], recorded(stem))
+
+    def kubectl_get(*what: str) -> list[list[str]]:
+        output = subprocess.run(
+            ["kubectl", "--kubeconfig", str(kubeconfig), "get", *what],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+        return [line.split()[:-1] for line in output.splitlines()]  # without AGE
+
+    assert kubectl_get("leases", "-n", "kube-node-lease") == [["NAME", "HOLDER"], ["node-1", "node-1"]]
+    assert kubectl_get("csinodes") == [["NAME", "DRIVERS"], ["node-1", "2"]]
+    assert kubectl_get("runtimeclasses") == [["NAME", "HANDLER"], ["gvisor", "runsc"]]
+    assert kubectl_get("csidrivers") == [
+        ["NAME", "ATTACHREQUIRED", "PODINFOONMOUNT", "STORAGECAPACITY", "TOKENREQUESTS", "REQUIRESREPUBLISH", "MODES"],
+        ["full.csi.k8s.io", "false", "true", "true", "aud,", "true", "Persistent,Ephemeral"],
+    ]
+    assert kubectl_get("services") == [
+        ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)"],
+        ["headless", "ClusterIP", "None", "<none>", "5432/TCP"],
+    ]

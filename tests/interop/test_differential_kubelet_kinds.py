@@ -111,7 +111,55 @@ def runtime_classes(api: Api, suffix: str) -> Any:
     return answers
 
 
+TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
+
+
+def tables(api: Api, suffix: str) -> Any:
+    """``kubectl get`` of each kind: the same columns and cells (descriptions and ages aside)."""
+    namespace = "/api/v1/namespaces/default/services"
+    services = [
+        {
+            "metadata": {"name": f"headless-{suffix}", "labels": {"set": suffix}},
+            "spec": {
+                "type": "ClusterIP",
+                "clusterIP": "None",
+                "selector": {"b": "2", "a": "1"},
+                "ports": [{"port": 5432, "protocol": "TCP"}],
+            },
+        },
+        {
+            "metadata": {"name": f"external-{suffix}", "labels": {"set": suffix}},
+            "spec": {"type": "ExternalName", "externalName": "example.com"},
+        },
+    ]
+    for service in services:
+        api("POST", namespace, {"apiVersion": "v1", "kind": "Service", **service})
+    node_lease(api, suffix)
+    csi_node(api, suffix)
+    csi_drivers(api, suffix)
+    runtime_classes(api, suffix)
+    answers = []
+    for path in (
+        f"{namespace}?labelSelector=set%3D{suffix}",
+        f"{LEASES}?fieldSelector=metadata.name%3Dlease-{suffix}",
+        f"{CSINODES}?fieldSelector=metadata.name%3Dcsinode-{suffix}",
+        f"{CSIDRIVERS}?labelSelector=set%3D{suffix}",
+        f"{RUNTIMECLASSES}?labelSelector=set%3D{suffix}",
+    ):
+        response = api.raw("GET", path, accept=TABLE)
+        table = json.loads(response.data)
+        columns = [
+            {key: value for key, value in column.items() if key != "description"}
+            for column in table["columnDefinitions"]
+        ]
+        ages = [index for index, column in enumerate(columns) if column["name"] == "Age"]
+        rows = [[cell for index, cell in enumerate(row["cells"]) if index not in ages] for row in table["rows"]]
+        answers.append((response.status, columns, sorted(rows)))
+    return answers
+
+
 CASES = {
+    "tables": tables,
     "node lease": node_lease,
     "csi node": csi_node,
     "csi drivers": csi_drivers,
