@@ -126,3 +126,28 @@ def test_kubectl_get_prints_kube_apiservers_columns_for_them(apiserver: ServerTh
         ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)"],
         ["headless", "ClusterIP", "None", "<none>", "5432/TCP"],
     ]
+
+
+def test_invalid_leases_csinodes_and_runtime_classes_are_refused_in_kube_apiservers_words(apiserver: ServerThread):
+    code, refused = apiserver.json(
+        "POST",
+        COLLECTIONS["lease"],
+        body={"metadata": {"name": "l"}, "spec": {"leaseDurationSeconds": 0, "leaseTransitions": -1}},
+    )
+    assert (code, refused["message"]) == (
+        422,
+        'Lease.coordination.k8s.io "l" is invalid: [spec.leaseDurationSeconds: Invalid value: 0: must be greater'
+        " than 0, spec.leaseTransitions: Invalid value: -1: must be greater than or equal to 0]",
+    )
+    code, refused = apiserver.json("POST", COLLECTIONS["runtimeclass"], body={"metadata": {"name": "r"}})
+    assert (code, refused["details"]["causes"]) == (
+        422,
+        [{"reason": "FieldValueRequired", "message": "Required value", "field": "handler"}],
+    )
+    drivers = [{"name": "d.csi", "nodeID": "x"}, {"name": "d.csi", "nodeID": ""}]
+    body = {"metadata": {"name": "n"}, "spec": {"drivers": drivers}}
+    code, refused = apiserver.json("POST", COLLECTIONS["csinode"], body=body)
+    assert [cause["field"] for cause in refused["details"]["causes"]] == [
+        "spec.drivers[1].nodeID",
+        "spec.drivers[1].name",
+    ]

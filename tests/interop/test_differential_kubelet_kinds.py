@@ -158,7 +158,56 @@ def tables(api: Api, suffix: str) -> Any:
     return answers
 
 
+def invalid_objects(api: Api, suffix: str) -> Any:
+    """What kube-apiserver refuses in these kinds, in its words (the kubelet never sends them; users may)."""
+    return [
+        api(
+            "POST",
+            LEASES,
+            {"metadata": {"name": f"l-{suffix}"}, "spec": {"leaseDurationSeconds": 0, "leaseTransitions": -1}},
+        ),
+        api("POST", RUNTIMECLASSES, {"metadata": {"name": f"r-{suffix}"}}),
+        api(
+            "POST",
+            RUNTIMECLASSES,
+            {
+                "metadata": {"name": f"r2-{suffix}"},
+                "handler": "Bad_Handler",
+                "scheduling": {"nodeSelector": {"bad key!": "v"}},
+            },
+        ),
+        api(
+            "POST",
+            CSINODES,
+            {
+                "metadata": {"name": f"n-{suffix}"},
+                "spec": {
+                    "drivers": [
+                        {"name": "bad_driver", "nodeID": "", "topologyKeys": ["bad key!"]},
+                        {"name": "d.csi", "nodeID": "x"},
+                        {"name": "d.csi", "nodeID": "y"},
+                    ]
+                },
+            },
+        ),
+        api("POST", CSIDRIVERS, {"metadata": {"name": f"bad_{suffix}"}, "spec": {}}),
+        api(
+            "POST",
+            CSIDRIVERS,
+            {
+                "metadata": {"name": f"d-{suffix}"},
+                "spec": {
+                    "fsGroupPolicy": "Nope",
+                    "volumeLifecycleModes": ["Wrong"],
+                    "tokenRequests": [{"audience": "a"}, {"audience": "a"}],
+                },
+            },
+        ),
+    ]
+
+
 CASES = {
+    "invalid objects": invalid_objects,
     "tables": tables,
     "node lease": node_lease,
     "csi node": csi_node,
