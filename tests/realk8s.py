@@ -336,6 +336,15 @@ def start_real_kubelet(plane: RealControlPlane, node: str, env: dict[str, str] |
     )
 
 
+def restart_real_kubelet(
+    plane: RealControlPlane, node: str, env: dict[str, str] | None = None, *, kill: bool = False
+) -> RealKubelet:
+    """Stop the kubelet (SIGKILL with ``kill``: a crash) and start it again on the same root dir and runtime; call it
+    only inside :func:`real_kubelet`."""
+    stop_real_kubelet(plane, node, kubelet_only=True, kill=kill)
+    return start_real_kubelet(plane, node, env)
+
+
 def stop_real_kubelet(plane: RealControlPlane, node: str, *, kubelet_only: bool = False, kill: bool = False) -> None:
     """``stop-kubelet``: SIGTERM (``kill``: SIGKILL, a crash); ``kubelet_only`` keeps the fake runtime's pods."""
     subprocess.run(

@@ -31,6 +31,7 @@ from realk8s import (
     embedded_control_plane,
     real_kubelet,
     real_kubelet_missing,
+    restart_real_kubelet,
 )
 
 NODE = "node-1"
@@ -105,13 +106,16 @@ def driver_command(which: str, plane: RealControlPlane, kubelet: RealKubelet, in
 
 
 def refused_requests(log: str) -> list[str]:
-    """Every request of the kubelet the server refused, but the get of an object the kubelet creates next."""
+    """Every request of the kubelet the server refused, but the get of an object the kubelet creates next and a
+    restarted kubelet's registration of its existing Node (a real kube-apiserver answers both alike)."""
     refused = []
     for match in RESPONSE.finditer(log):
         status, verb, url = int(match["status"]), match["verb"], match["url"]
         path = url.split("://", 1)[-1].partition("/")[2].partition("?")[0]
         if status < 400 or (status == 404 and verb == "GET" and GET_BEFORE_CREATE.fullmatch("/" + path)):
             continue
+        if (status, verb, path) == (409, "POST", "api/v1/nodes"):
+            continue  # a restarted kubelet registers again: AlreadyExists, then it reconciles the Node it finds
         refused.append(match.group(0))
     return refused
 
@@ -205,3 +209,22 @@ async def test_the_real_kubelet_runs_a_dra_pod_on_the_embedded_api_server(
     assert refused_requests(log) == []
     assert [line for line in log.splitlines() if any(mark in line for mark in WATCH_TROUBLE)] == []
     assert [line for line in log.splitlines() if any(mark in line for mark in CLIENT_GO_REFUSALS)] == []
+
+
+async def test_the_real_kubelet_restarts_and_crashes_on_the_embedded_api_server(plane: RealControlPlane):
+    """A restart finds its Node, Lease and CSINode and updates them (SIGTERM, then SIGKILL): Ready again each time."""
+    with real_kubelet(plane, NODE, env={"KUBELET_V": "6"}) as kubelet:
+        first = (plane.get("node", NODE) or {})["metadata"]["uid"]
+        for kill in (False, True):
+            kubelet = restart_real_kubelet(plane, NODE, env={"KUBELET_V": "6"}, kill=kill)
+            node = plane.get("node", NODE) or {}
+            assert node["metadata"]["uid"] == first, "the same Node, updated"
+            assert [c["status"] for c in node["status"]["conditions"] if c["type"] == "Ready"] == ["True"]
+        first_renewal = await eventually(lambda: renew_time(plane), timeout=30, interval=0.2)
+        renewed = await eventually(
+            lambda: (renew_time(plane) or first_renewal) > first_renewal, timeout=30, interval=0.5
+        )
+        assert renewed, "the restarted kubelet renews the Lease it found"
+        log = kubelet.log()
+    assert refused_requests(log) == []
+    assert [line for line in log.splitlines() if any(mark in line for mark in WATCH_TROUBLE)] == []
