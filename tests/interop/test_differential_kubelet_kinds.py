@@ -43,6 +43,7 @@ def node_lease(api: Api, suffix: str) -> Any:
     answers = [in_protobuf(api, "GET", f"{LEASES}/{name}?timeout=10s")]
     code, created = in_protobuf(api, "POST", f"{LEASES}?timeout=10s", lease)
     renewed = {**created, "spec": {**created["spec"], "renewTime": "2026-11-25T16:20:11.654321Z"}}
+    renewed["spec"].update(strategy="OldestEmulationVersion", preferredHolder="someone")  # a gate off in 1.36
     answers += [(code, created), in_protobuf(api, "PUT", f"{LEASES}/{name}?timeout=10s", renewed)]
     answers.append(in_protobuf(api, "PUT", f"{LEASES}/{name}?timeout=10s", renewed))
     answers.append(api("GET", f"{LEASES}/{name}"))
