@@ -17,6 +17,8 @@ import attrs
 from kubelet_dra.apiserver.resources import COORDINATION_GROUP, STORAGE_GROUP, ResourceType
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
+_CHANGES = ("create", "update", "patch")
+"""What the Node authorizer lets a node do to Events and Nodes; to its Lease and CSINode it may also ``delete``."""
 
 
 @attrs.frozen
@@ -66,19 +68,19 @@ def kubelet_refusal(
     """None when node ``node`` may make this write (ResourceSlices are judged elsewhere), else why not."""
     objects = list(objects)
     kind = (rt.group, rt.plural)
-    if kind == ("", "events"):
+    if kind == ("", "events") and verb in _CHANGES:
         return None
-    if kind == ("", "nodes") and verb != "delete":
+    if kind == ("", "nodes") and verb in _CHANGES:
         for other in _names(objects):
             if other != node:
                 return Refusal(f'node "{node}" is not allowed to modify node "{other}"', admission=True, name=other)
         return None
-    if kind == (COORDINATION_GROUP, "leases"):
+    if kind == (COORDINATION_GROUP, "leases") and verb in (*_CHANGES, "delete"):
         if namespace != NODE_LEASE_NAMESPACE:
             return Refusal(f'can only access leases in the "{NODE_LEASE_NAMESPACE}" system namespace')
         reason = "can only access node lease with the same name as the requesting node"
         return _own_name(node, name, objects, reason, by_authorizer=True)
-    if kind == (STORAGE_GROUP, "csinodes"):
+    if kind == (STORAGE_GROUP, "csinodes") and verb in (*_CHANGES, "delete"):
         reason = "can only access CSINode with the same name as the requesting node"
         return _own_name(node, name, objects, reason, by_authorizer=False)
     if kind == ("", "pods") and subresource == "status" and verb in ("update", "patch"):
