@@ -183,6 +183,8 @@ async def test_the_real_kubelet_runs_a_dra_pod_on_the_embedded_api_server(
             running = await eventually(lambda: (pod() or {}).get("status", {}).get("phase") == "Running", timeout=60)
             assert running, json.dumps(pod(), indent=1)[-3000:] + "\n" + kubelet.log()[-3000:]
             status = (pod() or {})["status"]
+            types = [c["type"] for c in status["conditions"]]
+            assert len(types) == len(set(types)), f"strategic merge patches keep one condition per type: {types}"
             conditions = {c["type"]: c["status"] for c in status["conditions"]}
             assert conditions["Ready"] == "True" and conditions["PodReadyToStartContainers"] == "True"
             assert status["containerStatuses"][0]["state"]["running"], "the kubelet's own status patch"
@@ -200,6 +202,11 @@ async def test_the_real_kubelet_runs_a_dra_pod_on_the_embedded_api_server(
                 lambda: (renew_time(plane) or first_renewal) > first_renewal, timeout=30, interval=0.5
             )
             assert renewed, "the kubelet renews its Lease (every 10 s)"
+            node_status = (plane.get("node", NODE) or {})["status"]
+            assert sorted(c["type"] for c in node_status["conditions"]) == [
+                *("DiskPressure", "MemoryPressure", "PIDPressure", "Ready")
+            ], "the node status patches merged by type"
+            assert [a["type"] for a in node_status["addresses"]] == ["InternalIP", "Hostname"]
         finally:
             driver.terminate()
             driver.wait(timeout=30)
