@@ -6,18 +6,22 @@ of ``tests/interop/conftest.py``, which skip with :func:`interop_missing`'s reas
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import fcntl
 import json
 import os
 import shutil
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
 import urllib3
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 INTEROP_DIR = Path(os.environ.get("KDRA_INTEROP_DIR", REPO.parent / "shared" / "interop"))
@@ -122,6 +126,56 @@ def stop_control_plane(directory: Path) -> None:
     subprocess.run(
         [str(INTEROP_DIR / "stop-control-plane"), str(directory)], capture_output=True, timeout=120, check=False
     )
+
+
+@contextlib.contextmanager
+def embedded_control_plane(directory: Path, nodes: tuple[str, ...] = ()) -> Iterator[RealControlPlane]:
+    """``kubelet-dra apiserver`` and ``kubelet-dra controlplane`` (claims from templates, allocation) as a control
+    plane dir ``start-kubelet`` accepts (``directory/kubeconfig``, the admin's): a real kubelet runs on the embedded
+    server through :func:`real_kubelet` like on a real one. With ``nodes``, the server is node-restricted and each
+    node's identity is ``directory/kubeconfig-node-<node>``, which ``start-kubelet`` uses. Both are stopped on exit."""
+    kubeconfig = directory / "kubeconfig"
+    command = [sys.executable, "-m", "kubelet_dra"]
+    restricted = ["--node-restricted", *(word for node in nodes for word in ("--node", node))] if nodes else []
+    with (directory / "apiserver.log").open("w") as api_log, (directory / "controlplane.log").open("w") as cp_log:
+        server = subprocess.Popen(
+            [*command, "apiserver", "--listen", "127.0.0.1:0", "--kubeconfig-out", str(kubeconfig), *restricted],
+            stdout=api_log,
+            stderr=subprocess.STDOUT,
+        )
+        processes = [server]
+        try:
+            written = [kubeconfig, *(directory / f"kubeconfig.node-{node}.kubeconfig" for node in nodes)]
+            for _ in range(300):
+                if all(path.is_file() for path in written) or server.poll() is not None:
+                    break
+                time.sleep(0.05)
+            if not all(path.is_file() for path in written):
+                raise InteropError(
+                    f"the embedded API server did not start: {(directory / 'apiserver.log').read_text()}"
+                )
+            for node in nodes:
+                (directory / f"kubeconfig.node-{node}.kubeconfig").rename(directory / f"kubeconfig-node-{node}")
+            config = yaml.safe_load(kubeconfig.read_text())
+            cluster = config["clusters"][0]["cluster"]
+            ca = directory / "ca.crt"
+            ca.write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
+            processes.append(
+                subprocess.Popen(
+                    [*command, "controlplane", "--kubeconfig", str(kubeconfig)], stdout=cp_log, stderr=subprocess.STDOUT
+                )
+            )
+            yield RealControlPlane(
+                url=cluster["server"],
+                kubeconfig=kubeconfig,
+                token=config["users"][0]["user"]["token"],
+                ca=ca,
+                dir=directory,
+            )
+        finally:
+            for process in reversed(processes):
+                process.terminate()
+                process.wait(timeout=30)
 
 
 GRAPH_LAG = "no relationship found between node"
@@ -280,6 +334,15 @@ def start_real_kubelet(plane: RealControlPlane, node: str, env: dict[str, str] |
         checkpoint=Path(info["checkpoint"]),
         kubelet_log=Path(info["kubelet_log"]),
     )
+
+
+def restart_real_kubelet(
+    plane: RealControlPlane, node: str, env: dict[str, str] | None = None, *, kill: bool = False
+) -> RealKubelet:
+    """Stop the kubelet (SIGKILL with ``kill``: a crash) and start it again on the same root dir and runtime; call it
+    only inside :func:`real_kubelet`."""
+    stop_real_kubelet(plane, node, kubelet_only=True, kill=kill)
+    return start_real_kubelet(plane, node, env)
 
 
 def stop_real_kubelet(plane: RealControlPlane, node: str, *, kubelet_only: bool = False, kill: bool = False) -> None:

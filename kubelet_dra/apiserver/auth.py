@@ -5,6 +5,7 @@ node-restricted mode each simulated node has its own identity (``system:node:<na
 ``system:nodes``) that may read everything but write only ResourceSlices on its own node:
 the rule real clusters enforce on DRA drivers with the node authorizer and a validating
 admission policy, so a driver that publishes slices for the wrong node fails here as it would there.
+It may also write what its kubelet writes (its Node, Lease and CSINode, Events, its pods' status).
 Like the Node authorizer, it lists, watches and deletes ResourceSlices as a collection only with
 ``spec.nodeName=<its node>`` in the field selector, so a driver that lists every slice fails here too.
 """
@@ -20,6 +21,7 @@ from typing import Any
 import attrs
 
 from kubelet_dra.apiserver import status
+from kubelet_dra.apiserver.nodewrites import kubelet_refusal
 from kubelet_dra.apiserver.resources import RESOURCE_GROUP, ResourceType
 from kubelet_dra.apiserver.secretfiles import write_private
 from kubelet_dra.errors import StateError
@@ -114,7 +116,8 @@ def authorize_write(
     subresource: str,
     objects: Iterable[dict[str, Any]],
 ) -> None:
-    """403 Forbidden when a node identity writes anything but its own node's ResourceSlices.
+    """403 Forbidden when a node identity writes anything but its own node's ResourceSlices and what its kubelet
+    writes (:mod:`.nodewrites`).
 
     ``objects`` are every version of the object(s) the write touches (old and new, storage version).
     """
@@ -124,12 +127,18 @@ def authorize_write(
     qualified = f"{rt.plural}.{rt.group}" if rt.group else rt.plural
     subject = f'{qualified} "{name}"' if name else qualified
     if rt.group != RESOURCE_GROUP or rt.plural != "resourceslices":
+        refusal = kubelet_refusal(node, verb, rt, namespace, name, subresource, objects)
+        if refusal is None:
+            return
+        if refusal.admission:
+            message = f'{qualified} "{refusal.name}" is forbidden: {refusal.reason}'
+            raise status.forbidden(message, rt.plural, rt.group, refusal.name)
         resource = f"{rt.plural}/{subresource}" if subresource else rt.plural
         scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
         message = (
             f'{subject} is forbidden: User "{user.name}" cannot {verb} resource "{resource}" '
             f'in API group "{rt.group}" {scope}'
-        )
+        ) + (f": {refusal.reason}" if refusal.reason else "")
         raise status.forbidden(message, rt.plural, rt.group, name)
     for obj in objects:
         slice_node = (obj.get("spec") or {}).get("nodeName") or ""

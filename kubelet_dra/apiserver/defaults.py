@@ -3,7 +3,8 @@
 Only the defaults a DRA driver, the kubelet or kubectl output can observe are applied: device
 request allocation mode and count, toleration operators and taint timestamps for
 resource.k8s.io; the pod, container and volume basics every real Pod carries; the namespace
-label, finalizer and phase; node allocatable. Fields the client set are never overwritten
+label, finalizer and phase; node allocatable; a CSIDriver's spec (and a Lease's fields of a feature
+kube-apiserver 1.36 has off are dropped). Fields the client set are never overwritten
 (except the namespace name label, which kube-apiserver always forces).
 """
 
@@ -14,7 +15,7 @@ from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from kubelet_dra.apiserver.resources import RESOURCE_GROUP, ResourceType
+from kubelet_dra.apiserver.resources import COORDINATION_GROUP, RESOURCE_GROUP, STORAGE_GROUP, ResourceType
 
 Obj = dict[str, Any]
 
@@ -235,6 +236,31 @@ def _default_node(node: Obj) -> None:
         status["allocatable"] = dict(status["capacity"])
 
 
+def _default_csi_driver(driver: Obj) -> None:
+    """Every pointer field of a CSIDriver's spec that kube-apiserver 1.36 defaults (the kubelet reads them)."""
+    spec = _child(driver, "spec")
+    for key, value in (
+        ("attachRequired", True),
+        ("podInfoOnMount", False),
+        ("storageCapacity", False),
+        ("fsGroupPolicy", "ReadWriteOnceWithFSType"),
+        ("requiresRepublish", False),
+        ("seLinuxMount", False),
+    ):
+        _default(spec, key, value)
+    if not spec.get("volumeLifecycleModes"):
+        spec["volumeLifecycleModes"] = ["Persistent"]
+
+
+def _drop_disabled_lease_fields(lease: Obj) -> None:
+    """``strategy`` and ``preferredHolder`` belong to coordinated leader election, a feature gate kube-apiserver
+    1.36 has off: it drops them on every write."""
+    spec = lease.get("spec")
+    if isinstance(spec, dict):
+        spec.pop("strategy", None)
+        spec.pop("preferredHolder", None)
+
+
 _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     (RESOURCE_GROUP, "ResourceClaim"): _default_resource_claim,
     (RESOURCE_GROUP, "ResourceClaimTemplate"): _default_resource_claim_template,
@@ -242,4 +268,6 @@ _DEFAULTERS: dict[tuple[str, str], Callable[[Obj], None]] = {
     ("", "Pod"): _default_pod,
     ("", "Namespace"): _default_namespace,
     ("", "Node"): _default_node,
+    (STORAGE_GROUP, "CSIDriver"): _default_csi_driver,
+    (COORDINATION_GROUP, "Lease"): _drop_disabled_lease_fields,
 }

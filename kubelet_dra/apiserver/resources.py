@@ -13,6 +13,12 @@ from kubelet_dra.apiserver.status import ApiError
 
 RESOURCE_GROUP = "resource.k8s.io"
 RESOURCE_VERSIONS = ("v1", "v1beta2", "v1beta1")
+# Groups a kubelet reads or writes besides core/v1 and resource.k8s.io (its node Lease, CSINode,
+# and the informers it starts): served so a real kubelet runs against the embedded server. The table
+# lists groups in kube-apiserver's discovery order (storage, coordination, node, resource).
+COORDINATION_GROUP = "coordination.k8s.io"
+STORAGE_GROUP = "storage.k8s.io"
+NODE_GROUP = "node.k8s.io"
 VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 
 
@@ -142,6 +148,50 @@ RESOURCES: tuple[ResourceType, ...] = (
         namespaced=True,
         versions=("v1",),
         short_names=("cm",),
+    ),
+    ResourceType(
+        group="",
+        kind="Service",
+        plural="services",
+        singular="service",
+        namespaced=True,
+        versions=("v1",),
+        short_names=("svc",),
+        subresources=("status",),
+        field_labels=("spec.clusterIP", "spec.type"),
+        categories=("all",),
+    ),
+    ResourceType(
+        group=STORAGE_GROUP,
+        kind="CSIDriver",
+        plural="csidrivers",
+        singular="csidriver",
+        namespaced=False,
+        versions=("v1",),
+    ),
+    ResourceType(
+        group=STORAGE_GROUP,
+        kind="CSINode",
+        plural="csinodes",
+        singular="csinode",
+        namespaced=False,
+        versions=("v1",),
+    ),
+    ResourceType(
+        group=COORDINATION_GROUP,
+        kind="Lease",
+        plural="leases",
+        singular="lease",
+        namespaced=True,
+        versions=("v1",),
+    ),
+    ResourceType(
+        group=NODE_GROUP,
+        kind="RuntimeClass",
+        plural="runtimeclasses",
+        singular="runtimeclass",
+        namespaced=False,
+        versions=("v1",),
     ),
     ResourceType(
         group=RESOURCE_GROUP,

@@ -3,7 +3,7 @@
 kubectl asks for ``as=Table`` and prints the server's columns as they come, so the columns
 here are what users see: NAME and AGE for every kind, plus the columns kube-apiserver shows
 for the kinds that matter here (NODE/DRIVER/POOL for ResourceSlices, STATE for claims,
-READY/STATUS for pods).
+READY/STATUS for pods, and those of the kinds a kubelet uses: Services, Leases, CSINodes...).
 """
 
 from __future__ import annotations
@@ -14,7 +14,13 @@ from typing import Any
 
 import attrs
 
-from kubelet_dra.apiserver.resources import RESOURCE_GROUP, ResourceType
+from kubelet_dra.apiserver.resources import (
+    COORDINATION_GROUP,
+    NODE_GROUP,
+    RESOURCE_GROUP,
+    STORAGE_GROUP,
+    ResourceType,
+)
 from kubelet_dra.apiserver.status import ApiError
 
 Cell = Callable[[dict[str, Any], datetime.datetime], Any]
@@ -162,6 +168,37 @@ def _event_last_seen(obj: dict[str, Any], now: datetime.datetime) -> str:
     return since(obj.get("lastTimestamp") or obj.get("eventTime") or _meta(obj).get("creationTimestamp"), now)
 
 
+def _joined(values: Any, empty: str) -> str:
+    return ",".join(str(value) for value in values) if isinstance(values, list) and values else empty
+
+
+def _service_external_ip(obj: dict[str, Any], now: datetime.datetime) -> str:
+    spec = _spec(obj)
+    external = spec.get("externalIPs") or []
+    if spec.get("type") == "ExternalName":
+        return str(spec.get("externalName") or "<none>")
+    if spec.get("type") == "LoadBalancer":
+        ingress = (_status(obj).get("loadBalancer") or {}).get("ingress") or []
+        addresses = [entry.get("ip") or entry.get("hostname") for entry in ingress if isinstance(entry, dict)]
+        return _joined([*filter(None, addresses), *external], "<pending>")
+    return _joined(external, "<none>")
+
+
+def _port(port: dict[str, Any]) -> str:
+    """``80/TCP``, or ``80:30080/TCP`` with a node port, as kubectl's service printer writes it."""
+    node_port = f":{port['nodePort']}" if port.get("nodePort") else ""
+    return f"{port.get('port')}{node_port}/{port.get('protocol') or 'TCP'}"
+
+
+def _service_ports(obj: dict[str, Any], now: datetime.datetime) -> str:
+    return _joined([_port(port) for port in _spec(obj).get("ports") or [] if isinstance(port, dict)], "<none>")
+
+
+def _service_selector(obj: dict[str, Any], now: datetime.datetime) -> str:
+    selector = _spec(obj).get("selector") or {}
+    return _joined([f"{key}={selector[key]}" for key in sorted(selector)], "<none>")
+
+
 def _field(*path: str) -> Cell:
     def cell(obj: dict[str, Any], now: datetime.datetime) -> Any:
         value: Any = obj
@@ -211,6 +248,69 @@ _COLUMNS: dict[tuple[str, str], tuple[Column, ...]] = {
         Column("Object", _event_object, description="The object this event is about."),
         Column("Message", _field("message"), description="A description of the event."),
         Column("Name", _field("metadata", "name"), format="name", priority=1, description="Name of the event."),
+    ),
+    ("", "services"): (
+        NAME,
+        Column("Type", _field("spec", "type"), description="How the Service is exposed."),
+        Column(
+            "Cluster-IP",
+            lambda obj, now: (_spec(obj).get("clusterIPs") or [_spec(obj).get("clusterIP") or "<none>"])[0],
+            description="The IP address of the service.",
+        ),
+        Column("External-IP", _service_external_ip, description="The addresses outside the cluster."),
+        Column("Port(s)", _service_ports, description="The list of ports that are exposed by this service."),
+        AGE,
+        Column("Selector", _service_selector, priority=1, description="The pods this service routes to."),
+    ),
+    (COORDINATION_GROUP, "leases"): (
+        NAME,
+        Column("Holder", _field("spec", "holderIdentity"), description="The identity of the holder of the lease."),
+        AGE,
+    ),
+    (STORAGE_GROUP, "csinodes"): (
+        NAME,
+        Column(
+            "Drivers",
+            lambda obj, now: len(_spec(obj).get("drivers") or []),
+            type="integer",
+            description="The number of CSI drivers registered on the node.",
+        ),
+        AGE,
+    ),
+    (STORAGE_GROUP, "csidrivers"): (
+        NAME,
+        *(
+            Column(title, lambda obj, now, key=key: bool(_spec(obj).get(key)), type="boolean", description=text)
+            for title, key, text in (
+                ("AttachRequired", "attachRequired", "Whether the driver needs an attach operation."),
+                ("PodInfoOnMount", "podInfoOnMount", "Whether the driver gets pod information on mount."),
+                ("StorageCapacity", "storageCapacity", "Whether scheduling considers its storage capacity."),
+            )
+        ),
+        Column(
+            "TokenRequests",
+            lambda obj, now: _joined(
+                [request.get("audience", "") for request in _spec(obj).get("tokenRequests") or []], "<unset>"
+            ),
+            description="The audiences of the service account tokens the driver gets.",
+        ),
+        Column(
+            "RequiresRepublish",
+            lambda obj, now: bool(_spec(obj).get("requiresRepublish")),
+            type="boolean",
+            description="Whether NodePublishVolume is called periodically.",
+        ),
+        Column(
+            "Modes",
+            lambda obj, now: _joined(_spec(obj).get("volumeLifecycleModes"), "<none>"),
+            description="The kinds of volumes the driver supports.",
+        ),
+        AGE,
+    ),
+    (NODE_GROUP, "runtimeclasses"): (
+        NAME,
+        Column("Handler", _field("handler"), description=""),
+        AGE,
     ),
     (RESOURCE_GROUP, "resourceslices"): (
         NAME,

@@ -2,8 +2,8 @@
 
 The rules are those of kube-apiserver that DRA drivers, the kubelet and kubectl run into, with
 the same field paths, reasons and wording; they are not exhaustive. ObjectMeta is checked here
-for every kind; the checks of each kind's spec and status live in ``validation_dra`` and
-``validation_core``.
+for every kind; the checks of each kind's spec and status live in ``validation_dra``,
+``validation_core`` and ``validation_kubelet``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kubelet_dra.apiserver import validation_core, validation_dra
+from kubelet_dra.apiserver import validation_core, validation_dra, validation_kubelet
 from kubelet_dra.apiserver.fielderrors import (
     FieldErrors,
     dict_at,
@@ -28,7 +28,7 @@ from kubelet_dra.apiserver.resources import RESOURCE_GROUP, ResourceType
 Obj = dict[str, Any]
 NameRule = Callable[[str], list[str]]
 
-_KIND_RULES = {**validation_dra.RULES, **validation_core.RULES}
+_KIND_RULES = {**validation_dra.RULES, **validation_core.RULES, **validation_kubelet.RULES}
 
 
 def validate(rt: ResourceType, obj: Obj, old: Obj | None) -> None:

@@ -136,11 +136,11 @@ def announce(args: argparse.Namespace, url: str, admin_path: Path, node_paths: d
 
 COMMAND = Command(
     name="apiserver",
-    help="run the embedded Kubernetes API server for kubectl and real DRA drivers",
+    help="run the embedded Kubernetes API server for kubectl, real DRA drivers and the real kubelet",
     description=(
-        "Serve a Kubernetes API (core/v1 and resource.k8s.io v1, v1beta2, v1beta1) over HTTPS on loopback,"
-        " write a kubeconfig for it, and run until Ctrl-C. kubectl, client-go drivers and the Python client"
-        " use it unchanged."
+        "Serve a Kubernetes API (core/v1 and resource.k8s.io v1, v1beta2, v1beta1, and the Leases, CSINodes,"
+        " CSIDrivers and RuntimeClasses a kubelet uses) over HTTPS on loopback, write a kubeconfig for it, and"
+        " run until Ctrl-C. kubectl, client-go drivers, the real kubelet and the Python client use it unchanged."
     ),
     add_arguments=add_arguments,
     run=run,

@@ -139,6 +139,12 @@ class CinderVolumeSource(_message.Message):
     secretRef: LocalObjectReference
     def __init__(self, volumeID: _Optional[str] = ..., fsType: _Optional[str] = ..., readOnly: _Optional[bool] = ..., secretRef: _Optional[_Union[LocalObjectReference, _Mapping]] = ...) -> None: ...
 
+class ClientIPConfig(_message.Message):
+    __slots__ = ("timeoutSeconds",)
+    TIMEOUTSECONDS_FIELD_NUMBER: _ClassVar[int]
+    timeoutSeconds: int
+    def __init__(self, timeoutSeconds: _Optional[int] = ...) -> None: ...
+
 class ClusterTrustBundleProjection(_message.Message):
     __slots__ = ("name", "signerName", "labelSelector", "optional", "path")
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -866,6 +872,24 @@ class LinuxContainerUser(_message.Message):
     gid: int
     supplementalGroups: _containers.RepeatedScalarFieldContainer[int]
     def __init__(self, uid: _Optional[int] = ..., gid: _Optional[int] = ..., supplementalGroups: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class LoadBalancerIngress(_message.Message):
+    __slots__ = ("ip", "hostname", "ipMode", "ports")
+    IP_FIELD_NUMBER: _ClassVar[int]
+    HOSTNAME_FIELD_NUMBER: _ClassVar[int]
+    IPMODE_FIELD_NUMBER: _ClassVar[int]
+    PORTS_FIELD_NUMBER: _ClassVar[int]
+    ip: str
+    hostname: str
+    ipMode: str
+    ports: _containers.RepeatedCompositeFieldContainer[PortStatus]
+    def __init__(self, ip: _Optional[str] = ..., hostname: _Optional[str] = ..., ipMode: _Optional[str] = ..., ports: _Optional[_Iterable[_Union[PortStatus, _Mapping]]] = ...) -> None: ...
+
+class LoadBalancerStatus(_message.Message):
+    __slots__ = ("ingress",)
+    INGRESS_FIELD_NUMBER: _ClassVar[int]
+    ingress: _containers.RepeatedCompositeFieldContainer[LoadBalancerIngress]
+    def __init__(self, ingress: _Optional[_Iterable[_Union[LoadBalancerIngress, _Mapping]]] = ...) -> None: ...
 
 class LocalObjectReference(_message.Message):
     __slots__ = ("name",)
@@ -1596,6 +1620,16 @@ class PortworxVolumeSource(_message.Message):
     readOnly: bool
     def __init__(self, volumeID: _Optional[str] = ..., fsType: _Optional[str] = ..., readOnly: _Optional[bool] = ...) -> None: ...
 
+class PortStatus(_message.Message):
+    __slots__ = ("port", "protocol", "error")
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    port: int
+    protocol: str
+    error: str
+    def __init__(self, port: _Optional[int] = ..., protocol: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
+
 class PreferredSchedulingTerm(_message.Message):
     __slots__ = ("weight", "preference")
     WEIGHT_FIELD_NUMBER: _ClassVar[int]
@@ -1850,6 +1884,16 @@ class SecurityContext(_message.Message):
     appArmorProfile: AppArmorProfile
     def __init__(self, capabilities: _Optional[_Union[Capabilities, _Mapping]] = ..., privileged: _Optional[bool] = ..., seLinuxOptions: _Optional[_Union[SELinuxOptions, _Mapping]] = ..., windowsOptions: _Optional[_Union[WindowsSecurityContextOptions, _Mapping]] = ..., runAsUser: _Optional[int] = ..., runAsGroup: _Optional[int] = ..., runAsNonRoot: _Optional[bool] = ..., readOnlyRootFilesystem: _Optional[bool] = ..., allowPrivilegeEscalation: _Optional[bool] = ..., procMount: _Optional[str] = ..., seccompProfile: _Optional[_Union[SeccompProfile, _Mapping]] = ..., appArmorProfile: _Optional[_Union[AppArmorProfile, _Mapping]] = ...) -> None: ...
 
+class Service(_message.Message):
+    __slots__ = ("metadata", "spec", "status")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    SPEC_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    metadata: _meta_v1_pb2.ObjectMeta
+    spec: ServiceSpec
+    status: ServiceStatus
+    def __init__(self, metadata: _Optional[_Union[_meta_v1_pb2.ObjectMeta, _Mapping]] = ..., spec: _Optional[_Union[ServiceSpec, _Mapping]] = ..., status: _Optional[_Union[ServiceStatus, _Mapping]] = ...) -> None: ...
+
 class ServiceAccountTokenProjection(_message.Message):
     __slots__ = ("audience", "expirationSeconds", "path")
     AUDIENCE_FIELD_NUMBER: _ClassVar[int]
@@ -1859,6 +1903,95 @@ class ServiceAccountTokenProjection(_message.Message):
     expirationSeconds: int
     path: str
     def __init__(self, audience: _Optional[str] = ..., expirationSeconds: _Optional[int] = ..., path: _Optional[str] = ...) -> None: ...
+
+class ServiceList(_message.Message):
+    __slots__ = ("metadata", "items")
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    metadata: _meta_v1_pb2.ListMeta
+    items: _containers.RepeatedCompositeFieldContainer[Service]
+    def __init__(self, metadata: _Optional[_Union[_meta_v1_pb2.ListMeta, _Mapping]] = ..., items: _Optional[_Iterable[_Union[Service, _Mapping]]] = ...) -> None: ...
+
+class ServicePort(_message.Message):
+    __slots__ = ("name", "protocol", "appProtocol", "port", "targetPort", "nodePort")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    APPPROTOCOL_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    TARGETPORT_FIELD_NUMBER: _ClassVar[int]
+    NODEPORT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    protocol: str
+    appProtocol: str
+    port: int
+    targetPort: _intstr_pb2.IntOrString
+    nodePort: int
+    def __init__(self, name: _Optional[str] = ..., protocol: _Optional[str] = ..., appProtocol: _Optional[str] = ..., port: _Optional[int] = ..., targetPort: _Optional[_Union[_intstr_pb2.IntOrString, _Mapping]] = ..., nodePort: _Optional[int] = ...) -> None: ...
+
+class ServiceSpec(_message.Message):
+    __slots__ = ("ports", "selector", "clusterIP", "clusterIPs", "type", "externalIPs", "sessionAffinity", "loadBalancerIP", "loadBalancerSourceRanges", "externalName", "externalTrafficPolicy", "healthCheckNodePort", "publishNotReadyAddresses", "sessionAffinityConfig", "ipFamilies", "ipFamilyPolicy", "allocateLoadBalancerNodePorts", "loadBalancerClass", "internalTrafficPolicy", "trafficDistribution")
+    class SelectorEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    PORTS_FIELD_NUMBER: _ClassVar[int]
+    SELECTOR_FIELD_NUMBER: _ClassVar[int]
+    CLUSTERIP_FIELD_NUMBER: _ClassVar[int]
+    CLUSTERIPS_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    EXTERNALIPS_FIELD_NUMBER: _ClassVar[int]
+    SESSIONAFFINITY_FIELD_NUMBER: _ClassVar[int]
+    LOADBALANCERIP_FIELD_NUMBER: _ClassVar[int]
+    LOADBALANCERSOURCERANGES_FIELD_NUMBER: _ClassVar[int]
+    EXTERNALNAME_FIELD_NUMBER: _ClassVar[int]
+    EXTERNALTRAFFICPOLICY_FIELD_NUMBER: _ClassVar[int]
+    HEALTHCHECKNODEPORT_FIELD_NUMBER: _ClassVar[int]
+    PUBLISHNOTREADYADDRESSES_FIELD_NUMBER: _ClassVar[int]
+    SESSIONAFFINITYCONFIG_FIELD_NUMBER: _ClassVar[int]
+    IPFAMILIES_FIELD_NUMBER: _ClassVar[int]
+    IPFAMILYPOLICY_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATELOADBALANCERNODEPORTS_FIELD_NUMBER: _ClassVar[int]
+    LOADBALANCERCLASS_FIELD_NUMBER: _ClassVar[int]
+    INTERNALTRAFFICPOLICY_FIELD_NUMBER: _ClassVar[int]
+    TRAFFICDISTRIBUTION_FIELD_NUMBER: _ClassVar[int]
+    ports: _containers.RepeatedCompositeFieldContainer[ServicePort]
+    selector: _containers.ScalarMap[str, str]
+    clusterIP: str
+    clusterIPs: _containers.RepeatedScalarFieldContainer[str]
+    type: str
+    externalIPs: _containers.RepeatedScalarFieldContainer[str]
+    sessionAffinity: str
+    loadBalancerIP: str
+    loadBalancerSourceRanges: _containers.RepeatedScalarFieldContainer[str]
+    externalName: str
+    externalTrafficPolicy: str
+    healthCheckNodePort: int
+    publishNotReadyAddresses: bool
+    sessionAffinityConfig: SessionAffinityConfig
+    ipFamilies: _containers.RepeatedScalarFieldContainer[str]
+    ipFamilyPolicy: str
+    allocateLoadBalancerNodePorts: bool
+    loadBalancerClass: str
+    internalTrafficPolicy: str
+    trafficDistribution: str
+    def __init__(self, ports: _Optional[_Iterable[_Union[ServicePort, _Mapping]]] = ..., selector: _Optional[_Mapping[str, str]] = ..., clusterIP: _Optional[str] = ..., clusterIPs: _Optional[_Iterable[str]] = ..., type: _Optional[str] = ..., externalIPs: _Optional[_Iterable[str]] = ..., sessionAffinity: _Optional[str] = ..., loadBalancerIP: _Optional[str] = ..., loadBalancerSourceRanges: _Optional[_Iterable[str]] = ..., externalName: _Optional[str] = ..., externalTrafficPolicy: _Optional[str] = ..., healthCheckNodePort: _Optional[int] = ..., publishNotReadyAddresses: _Optional[bool] = ..., sessionAffinityConfig: _Optional[_Union[SessionAffinityConfig, _Mapping]] = ..., ipFamilies: _Optional[_Iterable[str]] = ..., ipFamilyPolicy: _Optional[str] = ..., allocateLoadBalancerNodePorts: _Optional[bool] = ..., loadBalancerClass: _Optional[str] = ..., internalTrafficPolicy: _Optional[str] = ..., trafficDistribution: _Optional[str] = ...) -> None: ...
+
+class ServiceStatus(_message.Message):
+    __slots__ = ("loadBalancer", "conditions")
+    LOADBALANCER_FIELD_NUMBER: _ClassVar[int]
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    loadBalancer: LoadBalancerStatus
+    conditions: _containers.RepeatedCompositeFieldContainer[_meta_v1_pb2.Condition]
+    def __init__(self, loadBalancer: _Optional[_Union[LoadBalancerStatus, _Mapping]] = ..., conditions: _Optional[_Iterable[_Union[_meta_v1_pb2.Condition, _Mapping]]] = ...) -> None: ...
+
+class SessionAffinityConfig(_message.Message):
+    __slots__ = ("clientIP",)
+    CLIENTIP_FIELD_NUMBER: _ClassVar[int]
+    clientIP: ClientIPConfig
+    def __init__(self, clientIP: _Optional[_Union[ClientIPConfig, _Mapping]] = ...) -> None: ...
 
 class SleepAction(_message.Message):
     __slots__ = ("seconds",)

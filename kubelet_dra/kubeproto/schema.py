@@ -15,15 +15,18 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from kubelet_dra.kubeproto import (  # noqa: F401  (importing registers the descriptors)
+    coordination_v1_pb2,
     core_v1_pb2,
     intstr_pb2,
     meta_v1_pb2,
+    node_v1_pb2,
     options_pb2,
     resource_quantity_pb2,
     resource_v1_pb2,
     resource_v1beta1_pb2,
     resource_v1beta2_pb2,
     runtime_pb2,
+    storage_v1_pb2,
 )
 
 META = "k8s.io.apimachinery.pkg.apis.meta.v1"

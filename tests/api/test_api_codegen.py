@@ -24,15 +24,18 @@ PROTOS = [
 
 
 KUBE_PROTOS = [
+    "k8s/coordination_v1.proto",
     "k8s/core_v1.proto",
     "k8s/intstr.proto",
     "k8s/meta_v1.proto",
+    "k8s/node_v1.proto",
     "k8s/options.proto",
     "k8s/resource_quantity.proto",
     "k8s/resource_v1.proto",
     "k8s/resource_v1beta1.proto",
     "k8s/resource_v1beta2.proto",
     "k8s/runtime.proto",
+    "k8s/storage_v1.proto",
 ]
 
 

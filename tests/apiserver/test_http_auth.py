@@ -174,3 +174,47 @@ def test_plain_http_only_when_asked(start_apiserver: Callable[..., ServerThread]
     assert "certificate-authority-data" not in Path(server.kubeconfig).read_text()
     with server.api_client() as api:
         assert client.VersionApi(api).get_code().git_version.endswith("-kubelet-dra")
+
+
+def test_node_writes_what_its_kubelet_writes_and_not_for_another_node(restricted: ServerThread) -> None:
+    """The Node authorizer's and NodeRestriction's decisions, in kube-apiserver 1.36.2's words."""
+    token = restricted.call(restricted.server.node_token, "node-a")
+    leases = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+    restricted.json("POST", "/api/v1/nodes", body={"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-b"}})
+    pods = "/api/v1/namespaces/default/pods"
+    for name, node in (("on-a", "node-a"), ("on-b", "node-b")):
+        body = {"metadata": {"name": name}, "spec": {"nodeName": node, "containers": [{"name": "c", "image": "x"}]}}
+        assert restricted.json("POST", pods, body=body)[0] == 201
+
+    def write(method: str, path: str, body: Any = None, content_type: str = "application/json") -> tuple[int, str]:
+        code, answer = restricted.json(method, path, token=token, body=body, headers={"Content-Type": content_type})
+        return code, answer.get("message", "") if code >= 400 else ""
+
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "spec": {"leaseDurationSeconds": 40}}
+    merge = "application/merge-patch+json"
+    assert write("POST", "/api/v1/nodes", {"metadata": {"name": "node-a"}}) == (201, "")
+    assert write("PATCH", "/api/v1/nodes/node-a/status", {"status": {"phase": "Running"}}, merge) == (200, "")
+    assert write("PATCH", "/api/v1/nodes/node-b/status", {"status": {}}, merge) == (
+        403,
+        'nodes "node-b" is forbidden: node "node-a" is not allowed to modify node "node-b"',
+    )
+    assert write("POST", leases, {**lease, "metadata": {"name": "node-a"}}) == (201, "")
+    assert write("POST", leases, {**lease, "metadata": {"name": "node-b"}}) == (
+        403,
+        'leases.coordination.k8s.io "node-b" is forbidden: can only access node lease with the same name as the'
+        " requesting node",
+    )
+    assert write("PUT", f"{leases}/node-b", {**lease, "metadata": {"name": "node-b"}})[1].endswith(
+        'cannot update resource "leases" in API group "coordination.k8s.io" in the namespace "kube-node-lease":'
+        " can only access node lease with the same name as the requesting node"
+    )
+    csinode = {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "spec": {"drivers": []}}
+    assert write("POST", "/apis/storage.k8s.io/v1/csinodes", {**csinode, "metadata": {"name": "node-a"}})[0] == 201
+    assert write("POST", "/apis/storage.k8s.io/v1/csinodes", {**csinode, "metadata": {"name": "node-b"}})[0] == 403
+    assert write("PATCH", f"{pods}/on-a/status", {"status": {"message": "ok"}}, merge) == (200, "")
+    assert write("PATCH", f"{pods}/on-b/status", {"status": {"message": "ok"}}, merge) == (
+        403,
+        'pods "on-b" is forbidden: node "node-a" can only update pod status for pods with spec.nodeName set to itself',
+    )
+    assert write("DELETE", f"{pods}/on-b")[0] == 403
+    assert write("DELETE", f"{pods}/on-a")[0] == 200

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kubelet_dra.apiserver import discovery
-from kubelet_dra.apiserver.resources import RESOURCE_GROUP, RESOURCE_VERSIONS, RESOURCES
+from kubelet_dra.apiserver.resources import RESOURCE_GROUP, RESOURCE_VERSIONS, RESOURCES, groups
 from kubelet_dra.apiserver.status import ApiError
 
 RECORDINGS = Path(__file__).parents[1] / "fixtures" / "kube-apiserver-1.36"
@@ -52,6 +52,11 @@ RESOURCE_LISTS = [
         pytest.param(RESOURCE_GROUP, v, f"discovery.resource.k8s.io.{v}.json", id=f"resource.k8s.io-{v}")
         for v in RESOURCE_VERSIONS
     ),
+    # the groups of the kubelet's Lease, CSINode, CSIDrivers and RuntimeClasses
+    *(
+        pytest.param(group, "v1", f"discovery.{group}.v1.json", id=f"{group}-v1")
+        for group in ("coordination.k8s.io", "storage.k8s.io", "node.k8s.io")
+    ),
 ]
 
 
@@ -87,15 +92,19 @@ def test_group_list_matches_kube_apiserver_for_the_versions_we_serve() -> None:
     ours = discovery.api_group_list()
     recorded = recording("discovery.apis.json")
     assert list(ours) == list(recorded)
-    assert [g["name"] for g in ours["groups"]] == [RESOURCE_GROUP]
-    recorded_group = by_name(recorded["groups"])[RESOURCE_GROUP]
-    served_versions = [v for v in recorded_group["versions"] if v["version"] in RESOURCE_VERSIONS]
-    assert ours["groups"][0] == {**recorded_group, "versions": served_versions}
+    served = [group for group in groups() if group]
+    assert [g["name"] for g in ours["groups"]] == [g["name"] for g in recorded["groups"] if g["name"] in served]
+    recorded_groups = by_name(recorded["groups"])
+    for group in ours["groups"]:
+        recorded_group = recorded_groups[group["name"]]
+        served_versions = [v for v in recorded_group["versions"] if v["version"] in groups()[group["name"]]]
+        assert group == {**recorded_group, "versions": served_versions}
 
 
 def test_group_document_is_the_group_list_entry() -> None:
     group = discovery.api_group(RESOURCE_GROUP)
-    assert group == {"kind": "APIGroup", "apiVersion": "v1", **discovery.api_group_list()["groups"][0]}
+    listed = by_name(discovery.api_group_list()["groups"])[RESOURCE_GROUP]
+    assert group == {"kind": "APIGroup", "apiVersion": "v1", **listed}
     with pytest.raises(ApiError) as caught:
         discovery.api_group("apps")
     assert caught.value.code == 404
@@ -114,18 +123,21 @@ def test_aggregated_groups_match_kube_apiserver_per_resource() -> None:
     recorded = recording("discovery.aggregated.apis.json")
     assert list(ours) == list(recorded)
     assert (ours["kind"], ours["apiVersion"], ours["metadata"]) == (recorded["kind"], recorded["apiVersion"], {})
-    (group,) = ours["items"]
-    recorded_group = recorded_item(recorded, RESOURCE_GROUP)
-    assert group["metadata"] == recorded_group["metadata"]
-    assert [v["version"] for v in group["versions"]] == list(RESOURCE_VERSIONS)
-    recorded_versions = by_name(recorded_group["versions"], key="version")
-    for version in group["versions"]:
-        recorded_version = recorded_versions[version["version"]]
-        assert list(version) == list(recorded_version)
-        assert version["freshness"] == "Current"
-        recorded_resources = by_name(recorded_version["resources"], key="resource")
-        for entry in version["resources"]:
-            assert entry == recorded_resources[entry["resource"]]
+    served = [group for group in groups() if group]
+    names = [item["metadata"]["name"] for item in recorded["items"]]
+    assert [group["metadata"]["name"] for group in ours["items"]] == [name for name in names if name in served]
+    for group in ours["items"]:
+        recorded_group = recorded_item(recorded, group["metadata"]["name"])
+        assert group["metadata"] == recorded_group["metadata"]
+        assert [v["version"] for v in group["versions"]] == list(groups()[group["metadata"]["name"]])
+        recorded_versions = by_name(recorded_group["versions"], key="version")
+        for version in group["versions"]:
+            recorded_version = recorded_versions[version["version"]]
+            assert list(version) == list(recorded_version)
+            assert version["freshness"] == "Current"
+            recorded_resources = by_name(recorded_version["resources"], key="resource")
+            for entry in version["resources"]:
+                assert entry == recorded_resources[entry["resource"]]
 
 
 def test_aggregated_core_group_is_shaped_like_recorded_groups() -> None:

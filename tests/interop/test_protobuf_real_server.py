@@ -27,7 +27,7 @@ OBJECTS = sorted(
     for path in RECORDED.glob("*.pb")
     if json.loads((RECORDED / f"{path.stem}.json").read_text())["kind"] not in ("Status", "ResourceSliceList")
 )
-NAMESPACED = {"Pod", "Event", "ConfigMap", "ResourceClaim", "ResourceClaimTemplate"}
+NAMESPACED = {"Pod", "Event", "ConfigMap", "ResourceClaim", "ResourceClaimTemplate", "Lease", "Service"}
 SERVER_SET = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "ownerReferences")
 
 

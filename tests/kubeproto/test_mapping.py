@@ -31,6 +31,11 @@ def test_every_recorded_kind_is_covered():
         "Namespace",
         "Event",
         "Status",
+        "Service",
+        "Lease",
+        "CSINode",
+        "CSIDriver",
+        "RuntimeClass",
     }
 
 
