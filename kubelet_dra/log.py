@@ -98,5 +98,10 @@ class Logger:
         self._logger.log(level, msg, extra={"kv": {**self._values, **values}, "v": self._level})
 
 
+def clock_time(at: float) -> str:
+    """``HH:MM:SS.mmm`` in local time, as a kubelet log line stamps it (for live views beside the logs)."""
+    return time.strftime("%H:%M:%S", time.localtime(at)) + f".{int(at % 1 * 1000):03d}"
+
+
 def get_logger(component: str, **values: Any) -> Logger:
     return Logger(component, values)

@@ -24,6 +24,8 @@ SUBCOMMANDS: tuple[str, ...] = (
     "driver",
     "run",
     "debug",
+    "tap",
+    "calls",
     "explain",
     "call",
     "checkpoint",

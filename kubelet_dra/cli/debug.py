@@ -26,9 +26,9 @@ from kubelet_dra.cli import nodeflags, output
 from kubelet_dra.cli.command import Command
 from kubelet_dra.debug import DebugSession, Report, default_elsewhere, render
 from kubelet_dra.debug.inventory import KUBELET_DIRS, KUBELET_REGISTRY_DIR
-from kubelet_dra.debug.report import clock_time
 from kubelet_dra.debug.timeline import Event
 from kubelet_dra.errors import UsageError
+from kubelet_dra.log import clock_time
 from kubelet_dra.node import Node, NodeOptions
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from typing import Any
 
 import attrs
@@ -21,6 +20,7 @@ from rich.text import Text
 from kubelet_dra.debug.inventory import FoundSocket, Liveness
 from kubelet_dra.debug.names import NameMismatch
 from kubelet_dra.debug.timeline import Event, InstanceView
+from kubelet_dra.log import clock_time
 from kubelet_dra.registration import FAILURE_MODES, SocketPhase, SocketState
 
 TIMELINE_LINES = 15
@@ -290,11 +290,6 @@ def _timeline(events: tuple[Event, ...]) -> Table:
         text = f"[red]{escape(event.text)}[/red]" if event.problem else escape(event.text)
         table.add_row(stamp, escape(_subject(event.subject)), text + repeats)
     return table
-
-
-def clock_time(at: float) -> str:
-    """``HH:MM:SS.mmm`` in local time, as a kubelet log line stamps it."""
-    return time.strftime("%H:%M:%S", time.localtime(at)) + f".{int(at % 1 * 1000):03d}"
 
 
 def _subject(subject: str) -> str:

@@ -1,0 +1,126 @@
+"""One driver seen through the tap: its registration socket mirrored in the kubelet's registry dir.
+
+The mirror forwards both registration calls to the driver's own registration socket. The first
+``GetInfo`` names the driver and its service endpoint: the tap starts serving a socket of its own
+that forwards to that endpoint and answers the kubelet with it in the endpoint's place, so every
+DRA call passes through the tap too. An empty or relative endpoint is left as the driver gave it,
+so the kubelet judges it exactly as it would without the tap. Stopping the mirror removes both of
+its sockets: the kubelet then unregisters the driver as if the driver had gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import attrs
+import grpc
+from google.protobuf.message import DecodeError
+
+from kubelet_dra.api import pluginregistration_pb2 as registration_pb2
+from kubelet_dra.api.calls import CallRecorder
+from kubelet_dra.api.services import REGISTRATION
+from kubelet_dra.log import Logger
+from kubelet_dra.tap.forward import UNLIMITED_MESSAGES, Forwarder, Upstream
+
+GET_INFO = REGISTRATION.method_path("GetInfo")
+SOCKET_DIR_MODE = 0o750
+
+
+@attrs.frozen
+class MirrorView:
+    """What the live view and ``--output json`` say about one mirrored driver."""
+
+    driver: str
+    """The name from the driver's last GetInfo answer, "" until the kubelet asked."""
+    driver_socket: str
+    mirror_socket: str
+    driver_endpoint: str
+    tap_endpoint: str
+
+    def to_json(self) -> dict[str, str]:
+        return attrs.asdict(self)
+
+
+class _Server:
+    """One gRPC server on one Unix socket, whose file goes away with it."""
+
+    def __init__(self, path: str, handler: grpc.GenericRpcHandler) -> None:
+        self.path = path
+        self._server = grpc.aio.server(options=UNLIMITED_MESSAGES)
+        self._server.add_generic_rpc_handlers((handler,))
+
+    async def start(self) -> None:
+        os.makedirs(os.path.dirname(self.path), SOCKET_DIR_MODE, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+        self._server.add_insecure_port(f"unix:{self.path}")
+        await self._server.start()
+
+    async def stop(self) -> None:
+        await self._server.stop(grace=None)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+
+
+class DriverMirror:
+    def __init__(
+        self, driver_socket: str, mirror_socket: str, socket_dir: str, recorder: CallRecorder, log: Logger
+    ) -> None:
+        self.driver_socket = driver_socket
+        self.mirror_socket = mirror_socket
+        self._socket_dir = socket_dir
+        self._recorder = recorder
+        self._log = log.with_values(socket=driver_socket)
+        self._registration = Forwarder(Upstream(driver_socket), recorder, log, rewrite=self._rewrite)
+        self._server = _Server(mirror_socket, self._registration)
+        self._service: Forwarder | None = None
+        self._service_server: _Server | None = None
+
+    def view(self) -> MirrorView:
+        service = self._service
+        return MirrorView(
+            driver=service.driver if service else "",
+            driver_socket=self.driver_socket,
+            mirror_socket=self.mirror_socket,
+            driver_endpoint=service.upstream.path if service else "",
+            tap_endpoint=self._service_server.path if self._service_server else "",
+        )
+
+    async def start(self) -> None:
+        await self._server.start()
+        self._log.v(2).info("Mirrored registration socket", mirror=self.mirror_socket)
+
+    async def stop(self) -> None:
+        await self._server.stop()
+        await self._registration.upstream.close()
+        if self._service_server is not None and self._service is not None:
+            await self._service_server.stop()
+            await self._service.upstream.close()
+        self._log.v(2).info("Removed mirrored sockets", mirror=self.mirror_socket)
+
+    async def _rewrite(self, method: str, data: bytes) -> bytes:
+        """GetInfo's answer with the tap's endpoint; every other answer as it is."""
+        if method != GET_INFO:
+            return data
+        try:
+            info = registration_pb2.PluginInfo.FromString(data)
+        except DecodeError:  # not a PluginInfo: the kubelet shall see the same bytes
+            return data
+        if not os.path.isabs(info.endpoint):
+            return data
+        info.endpoint = await self._serve(info.name, info.endpoint)
+        return info.SerializeToString()
+
+    async def _serve(self, driver: str, endpoint: str) -> str:
+        """The tap's socket that forwards to ``endpoint``, started on the first GetInfo."""
+        if self._service is None:
+            self._service = Forwarder(Upstream(endpoint), self._recorder, self._log, driver=driver)
+            name = os.path.basename(self.mirror_socket).removesuffix(".sock")
+            self._service_server = _Server(os.path.join(self._socket_dir, name, "dra.sock"), self._service)
+            await self._service_server.start()
+            self._log.v(2).info("Serving the driver's endpoint", driver=driver, endpoint=endpoint)
+        self._service.driver = driver
+        await self._service.upstream.retarget(endpoint)
+        assert self._service_server is not None
+        return self._service_server.path

@@ -1,0 +1,179 @@
+"""``kubelet-dra tap`` between the real kubelet 1.36.2 and a driver: a pod's whole DRA life is recorded.
+
+A real control plane (scheduler, controller manager), the real kubelet under the machine-wide lock,
+a driver registering in the tap's driver dir (our reference driver, then the Go example driver):
+the kubelet registers the driver through the tap's mirrored socket, the real scheduler places a
+pod with a template claim, the kubelet prepares it and the pod runs, the pod is deleted and
+unprepared. The record file holds every call the kubelet made, with requests and answers; the
+driver's going away makes the mirrored socket go, and the kubelet unregisters the driver.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import KubeletDRAProcess, eventually
+from realk8s import (
+    RealControlPlane,
+    example_driver_cmd,
+    real_kubelet,
+    real_kubelet_missing,
+    start_control_plane,
+    stop_control_plane,
+)
+
+DRIVERS = {"reference": ("ref-node", "gpu.kubelet-dra.io"), "example": ("go-node", "gpu.example.com")}
+"""Driver kind → (the node it runs on, its driver name): one node and one DeviceClass each."""
+REGISTRATION = "/pluginregistration.Registration/"
+DRA_V1 = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/"
+HEALTH_V1ALPHA1 = "/v1alpha1.DRAResourceHealth/NodeWatchResources"
+
+
+@pytest.fixture(scope="module")
+def cluster(interop_bin: Path) -> Iterator[RealControlPlane]:
+    reason = real_kubelet_missing()
+    if reason:
+        pytest.skip(reason)
+    directory = Path(tempfile.mkdtemp(prefix="kd-tap-", dir="/tmp"))
+    nodes = tuple(node for node, _ in DRIVERS.values())
+    plane = start_control_plane(directory, "scheduler", "controller-manager", nodes=nodes)
+    try:
+        yield plane
+    finally:
+        stop_control_plane(directory)
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def manifests(node: str, driver: str) -> list[dict[str, Any]]:
+    """A DeviceClass of ``driver``, a template claiming one device of it, and a pod using the template; the
+    pod names its node only by label, the real scheduler places it and allocates the device."""
+    return [
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": driver},
+            "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{driver}'"}}]},
+        },
+        {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": f"{node}-gpu", "namespace": "default"},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": driver}}]}}},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"{node}-pod", "namespace": "default"},
+            "spec": {
+                "nodeSelector": {"kubernetes.io/hostname": node},
+                "containers": [{"name": "c", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}],
+                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": f"{node}-gpu"}],
+            },
+        },
+    ]
+
+
+def driver_command(kind: str, plane: RealControlPlane, bin_dir: Path, dirs: dict[str, Path]) -> list[str]:
+    node, driver = DRIVERS[kind]
+    if kind == "reference":
+        return [
+            *(sys.executable, "-m", "kubelet_dra", "driver", "--driver-name", driver, "--node-name", node),
+            *("--kubeconfig", str(plane.kubeconfig), "--registry-dir", str(dirs["drivers"])),
+            *("--plugin-dir", str(dirs["plugins"] / driver), "--cdi-root", str(dirs["cdi"]), "--health"),
+        ]
+    values = {
+        "node": node,
+        "kubeconfig": plane.kubeconfig,
+        "registry_dir": dirs["drivers"],
+        "plugins_root": dirs["plugins"],
+        "cdi_root": dirs["cdi"],
+    }
+    return example_driver_cmd(bin_dir, "gpu").format_map(values).split()
+
+
+def plugin_lines(log: str) -> str:
+    """The kubelet's log lines about plugins (registration, unregistration)."""
+    return "\n".join(line for line in log.splitlines() if "plugin" in line.lower())
+
+
+def calls(path: Path, method: str) -> list[dict[str, Any]]:
+    return [record for record in map(json.loads, path.read_text().splitlines()) if record["method"].endswith(method)]
+
+
+@pytest.mark.parametrize("kind", ["reference", "example"])
+async def test_the_real_kubelet_s_calls_to_a_driver_are_recorded_through_the_tap(
+    cluster: RealControlPlane, interop_bin: Path, short_dir: Path, kind: str
+) -> None:
+    node, driver = DRIVERS[kind]
+    dirs = {name: short_dir / name for name in ("drivers", "plugins", "cdi", "tap")}
+    for directory in dirs.values():
+        directory.mkdir()
+    record = short_dir / "calls.jsonl"
+    driver_log = (short_dir / "driver.log").open("w")
+    with real_kubelet(cluster, node) as kubelet:
+        tap = await KubeletDRAProcess.start(
+            *("-v", "2", "tap", "--driver-registry-dir", str(dirs["drivers"])),
+            *("--registry-dir", str(kubelet.registry_dir), "--socket-dir", str(dirs["tap"])),
+            *("--record-calls", str(record)),
+        )
+        driver_process = subprocess.Popen(
+            driver_command(kind, cluster, interop_bin, dirs), stdout=driver_log, stderr=subprocess.STDOUT
+        )
+        try:
+            await tap.wait_line("Mirrored registration socket", timeout=60)
+            registered = await eventually(lambda: driver in plugin_lines(kubelet.log()), timeout=30)
+            assert registered, plugin_lines(kubelet.log()) + "\n".join(tap.lines[-20:])
+            cluster.kubectl(
+                "apply",
+                "-f",
+                "-",
+                stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests(node, driver)}),
+            )
+
+            def pod() -> dict[str, Any] | None:
+                return cluster.get("pod", f"{node}-pod", "-n", "default")
+
+            running = await eventually(lambda: (pod() or {}).get("status", {}).get("phase") == "Running", timeout=90)
+            assert running, json.dumps(pod(), indent=1)[-2000:] + "\n" + kubelet.log()[-3000:]
+            assert (pod() or {})["spec"]["nodeName"] == node
+            cluster.kubectl("delete", "pod", f"{node}-pod", "-n", "default", "--wait=false")
+            assert await eventually(lambda: pod() is None, timeout=90), kubelet.log()[-3000:]
+
+            driver_process.terminate()
+            driver_process.wait(timeout=30)
+            mirrored = list(kubelet.registry_dir.glob("*.sock"))
+            assert await eventually(lambda: not list(kubelet.registry_dir.glob("*.sock")), timeout=10), mirrored
+            unregistered = await eventually(
+                lambda: "DeRegisterPlugin" in kubelet.log() or "deregister" in kubelet.log().lower(), timeout=10
+            )
+            assert unregistered, kubelet.log()[-2000:]
+        finally:
+            if driver_process.poll() is None:
+                driver_process.terminate()
+                driver_process.wait(timeout=30)
+            driver_log.close()
+            assert await tap.stop() == 0, "\n".join(tap.lines[-30:])
+    print((short_dir / "driver.log").read_text()[-2000:])
+    print(record.read_text())
+    (info,) = calls(record, REGISTRATION + "GetInfo")
+    assert info["status"] == "OK" and info["response"]["name"] == driver
+    (notify,) = calls(record, REGISTRATION + "NotifyRegistrationStatus")
+    assert notify["request"] == {"plugin_registered": True, "error": ""} and notify["status"] == "OK"
+    (prepare,) = calls(record, DRA_V1 + "NodePrepareResources")
+    (claim,) = prepare["request"]["claims"]
+    assert prepare["status"] == "OK" and prepare["driver"] == driver
+    assert prepare["response"]["claims"][claim["uid"]]["devices"][0]["pool_name"] == node
+    (unprepare,) = calls(record, DRA_V1 + "NodeUnprepareResources")
+    assert unprepare["request"]["claims"] == [claim] and unprepare["response"] == {
+        "claims": {claim["uid"]: {"error": ""}}
+    }
+    watches = calls(record, "/NodeWatchResources")
+    assert watches, "the kubelet opened the health stream"
