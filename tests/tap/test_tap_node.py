@@ -1,0 +1,105 @@
+"""The tap between our own node and the reference driver, over real sockets: it changes nothing the node sees,
+and records what the node itself records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from helpers import eventually, kubelet_dra
+from nodeenv import GPU, NodeEnv
+
+from kubelet_dra.api.calls import CallRecorder
+from kubelet_dra.node import Node
+from kubelet_dra.release import V1_36
+from kubelet_dra.tap import Tap
+
+
+async def pod_lifecycle(env: NodeEnv) -> None:
+    """A pod with a claim is prepared, runs, is deleted and unprepared."""
+    pod = await env.pod_with_claim()
+
+    async def phase() -> str | None:
+        return ((await env.get_pod(pod)) or {}).get("status", {}).get("phase")
+
+    assert await eventually(lambda: _is(phase(), "Running"), timeout=20), "the pod runs"
+    await env.delete_pod(pod)
+    assert await eventually(lambda: _gone(env, pod), timeout=20), "the pod's deletion finished"
+
+
+async def _is(value: object, expected: str) -> bool:
+    return await value == expected  # type: ignore[misc]
+
+
+async def _gone(env: NodeEnv, pod: dict[str, object]) -> bool:
+    return await env.get_pod(pod) is None
+
+
+async def test_the_tap_records_every_call_the_node_makes_as_the_node_itself_records_it(env: NodeEnv) -> None:
+    drivers, by_node, by_tap = env.root / "drv", env.root / "node.jsonl", env.root / "tap.jsonl"
+    async with (
+        Tap(str(drivers), str(env.registry), recorder=CallRecorder(by_tap)) as tap,
+        env.pod_node(release=V1_36, record_calls=str(by_node)) as node,
+    ):
+        await env.spawn_driver(GPU, "--registry-dir", str(drivers))
+        await node.wait_for(lambda: node.plugins.usable(GPU), timeout=20)
+        (view,) = tap.mirrors()
+        assert (view.driver, view.mirror_socket) == (GPU, str(env.registry / f"{GPU}-reg.sock"))
+        assert [instance.endpoint for instance in node.instances(GPU)] == [view.tap_endpoint]
+        await pod_lifecycle(env)
+        await eventually(lambda: tap.recorder.records(method="NodeWatchResources"), timeout=10)
+    methods = [record.method.rsplit("/", 1)[-1] for record in tap.recorder.records()]
+    assert {"GetInfo", "NotifyRegistrationStatus", "NodePrepareResources", "NodeUnprepareResources"} <= set(methods)
+    (watch, *_) = tap.recorder.records(method="NodeWatchResources")
+    assert (watch.streaming, watch.status, watch.response) == (True, "UNIMPLEMENTED", [])
+    code, out, err = await kubelet_dra("calls", "diff", str(by_node), str(by_tap))
+    assert (code, err) == (0, ""), out
+    assert out.startswith("same calls")
+
+
+async def test_a_driver_that_goes_takes_its_mirror_along_and_one_that_comes_back_is_mirrored_anew(
+    env: NodeEnv,
+) -> None:
+    drivers = env.root / "drv"
+    async with Tap(str(drivers), str(env.registry)) as tap, env.node() as node:
+        driver = await env.spawn_driver(GPU, "--registry-dir", str(drivers))
+        await node.wait_for(lambda: node.plugins.usable(GPU), timeout=20)
+        mirror = env.registry / f"{GPU}-reg.sock"
+        assert mirror.is_socket()
+
+        await driver.stop()
+        await node.wait_for(lambda: not node.plugins.usable(GPU) and not node.instances(GPU), timeout=10)
+        assert not mirror.exists() and tap.mirrors() == []
+        assert not list(Path(tap.socket_dir).glob("**/*.sock")), "the tap's service socket went too"
+
+        await env.spawn_driver(GPU, "--registry-dir", str(drivers))
+        await node.wait_for(lambda: node.plugins.usable(GPU), timeout=20)
+    assert [record.method.rsplit("/", 1)[-1] for record in tap.recorder.records(method="GetInfo")] == ["GetInfo"] * 2
+    assert not mirror.exists(), "stopping the tap removes its sockets"
+
+
+async def registration_error(node: Node) -> str:
+    await node.wait_for(lambda: any(state.last_error for state in node.registrations()), timeout=20)
+    return next(state.last_error for state in node.registrations() if state.last_error)
+
+
+async def test_a_driver_the_kubelet_rejects_is_rejected_through_the_tap_with_the_same_words(env: NodeEnv) -> None:
+    async with env.node() as node:
+        driver = await env.spawn_driver(GPU, "--fault-versions=none")
+        direct = await registration_error(node)
+        await driver.stop()
+    drivers = env.root / "drv"
+    async with Tap(str(drivers), str(env.registry)) as tap, env.node() as node:
+        await env.spawn_driver(GPU, "--registry-dir", str(drivers), "--fault-versions=none")
+        through = await registration_error(node)
+        (view,) = tap.mirrors()
+    assert "empty list of supported gRPC services" in direct
+    assert through.replace(view.tap_endpoint, view.driver_endpoint) == direct, "the same words, but the tap's endpoint"
+
+
+async def test_a_relative_endpoint_reaches_the_kubelet_as_the_driver_gave_it(env: NodeEnv) -> None:
+    drivers = env.root / "drv"
+    async with Tap(str(drivers), str(env.registry)) as tap, env.node() as node:
+        await env.spawn_driver(GPU, "--registry-dir", str(drivers), "--fault-getinfo-endpoint=relative/dra.sock")
+        await node.wait_for(lambda: node.instances(GPU), timeout=20)
+        assert [instance.endpoint for instance in node.instances(GPU)] == ["relative/dra.sock"]
+        assert tap.mirrors()[0].tap_endpoint == ""
