@@ -22,7 +22,7 @@ from kubelet_dra.cli import output
 from kubelet_dra.cli.command import Command
 from kubelet_dra.debug.inventory import KUBELET_REGISTRY_DIR
 from kubelet_dra.errors import UsageError
-from kubelet_dra.tap import Tap
+from kubelet_dra.tap import MirrorView, Tap
 from kubelet_dra.tap.view import call_line, render, to_json
 
 REFRESH_PERIOD = 0.5
@@ -66,14 +66,15 @@ def run(args: argparse.Namespace) -> int:
     recorder = CallRecorder(args.record_calls)
     tap = Tap(args.driver_registry_dir, args.registry_dir, socket_dir=args.socket_dir, recorder=recorder)
     with output.quiet_logs(args.verbosity):
-        asyncio.run(watch(tap, args.output, args.duration))
+        mirrors = asyncio.run(watch(tap, args.output, args.duration))
     if args.output == "json":
-        output.print_json(to_json(tap.mirrors(), recorder.records()))
+        output.print_json(to_json(mirrors, recorder.records()))
     return 0
 
 
-async def watch(tap: Tap, output_format: str, duration: float | None) -> None:
-    """Run the tap until Ctrl-C, SIGTERM or the end of ``duration``, showing the calls as they end."""
+async def watch(tap: Tap, output_format: str, duration: float | None) -> list[MirrorView]:
+    """Run the tap until Ctrl-C, SIGTERM or the end of ``duration``, showing the calls as they end; the drivers it
+    mirrored last (stopping removes the mirrors)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -93,8 +94,10 @@ async def watch(tap: Tap, output_format: str, duration: float | None) -> None:
                 if view is not None:
                     view.update(render(tap.mirrors(), records))
                 shown = _print_calls(records, shown, enabled=streaming)
+        mirrors = tap.mirrors()
     # Streams still open when the tap stops end now, cancelled: their records come last.
     _print_calls(tap.recorder.records(), shown, enabled=streaming)
+    return mirrors
 
 
 def _print_calls(records: list[CallRecord], shown: int, *, enabled: bool) -> int:

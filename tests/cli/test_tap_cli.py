@@ -1,0 +1,98 @@
+"""``kubelet-dra tap`` and ``kubelet-dra calls diff`` as a user runs them: real processes, real sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from helpers import eventually, kubelet_dra
+from nodeenv import GPU, NodeEnv
+
+
+async def test_the_tap_run_for_a_while_prints_its_drivers_and_calls_as_json(env: NodeEnv) -> None:
+    drivers = env.root / "drv"
+    record = env.root / "calls.jsonl"
+    tap = asyncio.create_task(
+        kubelet_dra(
+            *("tap", "--driver-registry-dir", str(drivers), "--registry-dir", str(env.registry)),
+            *("--record-calls", str(record), "--for", "6", "--output", "json"),
+        )
+    )
+    assert await eventually(drivers.is_dir, timeout=20), "the tap makes the drivers' dir"
+    async with env.node() as node:
+        await env.spawn_driver(GPU, "--registry-dir", str(drivers))
+        await node.wait_for(lambda: node.plugins.usable(GPU), timeout=20)
+        code, out, err = await tap
+    assert (code, err) == (0, "")
+    report = json.loads(out)
+    (driver,) = report["drivers"]
+    assert driver["driver"] == GPU and driver["mirror_socket"] == str(env.registry / f"{GPU}-reg.sock")
+    methods = [call["method"].rsplit("/", 1)[-1] for call in report["calls"]]
+    assert methods[:2] == ["GetInfo", "NotifyRegistrationStatus"]
+    assert [json.loads(line) for line in record.read_text().splitlines()] == report["calls"]
+    assert not list(env.registry.glob("*.sock")), "the mirrored socket went with the tap"
+
+
+async def test_a_driver_dir_inside_the_kubelet_s_is_refused_in_one_line(short_dir: Path) -> None:
+    code, _, err = await kubelet_dra(
+        "tap", "--driver-registry-dir", str(short_dir / "reg" / "drivers"), "--registry-dir", str(short_dir / "reg")
+    )
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "--driver-registry-dir" in err and "overlap" in err
+
+
+def call(method: str, started: float, uid: str, name: str, status: str = "OK") -> dict[str, object]:
+    claims = [{"name": name, "namespace": "default", "uid": uid}]
+    return {
+        "request_id": int(started),
+        "driver": GPU,
+        "endpoint": f"/tmp/{uid[:4]}/dra.sock",
+        "method": f"/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/{method}",
+        "streaming": False,
+        "request": {"claims": claims},
+        "response": {"claims": {uid: {"error": ""}}} if status == "OK" else None,
+        "status": status,
+        "details": "",
+        "started_at": started,
+        "duration": 0.01,
+    }
+
+
+def write(path: Path, *records: dict[str, object]) -> str:
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    return str(path)
+
+
+async def test_recordings_of_the_same_calls_with_other_uids_names_and_times_are_the_same(tmp_path: Path) -> None:
+    one = "11111111-1111-1111-1111-111111111111"
+    two = "22222222-2222-2222-2222-222222222222"
+    a = write(tmp_path / "a.jsonl", call("NodePrepareResources", 10, one, "pod-gpu-abcde"))
+    b = write(tmp_path / "b.jsonl", call("NodePrepareResources", 500, two, "pod-gpu-xyz12"))
+    assert await kubelet_dra("calls", "diff", a, b) == (0, "same calls: 1 line(s) after normalizing\n", "")
+
+
+async def test_a_different_call_is_shown_as_a_unified_diff_and_exits_1(tmp_path: Path) -> None:
+    uid = "11111111-1111-1111-1111-111111111111"
+    a = write(
+        tmp_path / "a.jsonl", call("NodePrepareResources", 1, uid, "c"), call("NodeUnprepareResources", 2, uid, "c")
+    )
+    b = write(tmp_path / "b.jsonl", call("NodePrepareResources", 1, uid, "c", status="UNAVAILABLE"))
+    code, out, _ = await kubelet_dra("calls", "diff", a, b)
+    assert code == 1
+    changed = [line for line in out.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+    assert [line.split()[:2] for line in changed] == [
+        ["-DRAPlugin/NodePrepareResources", "OK"],
+        ["-DRAPlugin/NodeUnprepareResources", "OK"],
+        ["+DRAPlugin/NodePrepareResources", "UNAVAILABLE"],
+    ]
+    code, out, _ = await kubelet_dra("--output", "json", "calls", "diff", a, b)
+    assert code == 1 and json.loads(out)["same"] is False
+
+
+async def test_a_file_that_is_not_a_recording_is_named_with_its_line(tmp_path: Path) -> None:
+    good = write(tmp_path / "good.jsonl", call("NodePrepareResources", 1, "u", "c"))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(call("NodePrepareResources", 1, "u", "c")) + "\n{not json\n")
+    code, _, err = await kubelet_dra("calls", "diff", good, str(bad))
+    assert code == 2 and f"{bad}:2" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
