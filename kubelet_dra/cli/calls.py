@@ -32,6 +32,8 @@ def run(args: argparse.Namespace) -> int:
         output.print_json(result.to_json())
     elif result.same:
         output.console().print(f"same calls: {len(result.a_lines)} line(s) after normalizing")
+        for line in result.a_lines:
+            output.console().print(f"  {escape(line)}")
     else:
         for line in result.unified():
             color = _COLORS.get(line[:1]) if not line.startswith(("+++", "---")) else "bold"

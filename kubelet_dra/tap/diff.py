@@ -142,7 +142,14 @@ class CallsDiff:
         return list(difflib.unified_diff(self.a_lines, self.b_lines, self.a, self.b, lineterm="", n=1000))
 
     def to_json(self) -> dict[str, Any]:
-        return {"a": self.a, "b": self.b, "same": self.same, "diff": self.unified()}
+        return {
+            "a": self.a,
+            "b": self.b,
+            "same": self.same,
+            "diff": self.unified(),
+            "a_calls": list(self.a_lines),
+            "b_calls": list(self.b_lines),
+        }
 
 
 def diff(a: str | Path, b: str | Path) -> CallsDiff:

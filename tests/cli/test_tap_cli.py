@@ -69,7 +69,11 @@ async def test_recordings_of_the_same_calls_with_other_uids_names_and_times_are_
     two = "22222222-2222-2222-2222-222222222222"
     a = write(tmp_path / "a.jsonl", call("NodePrepareResources", 10, one, "pod-gpu-abcde"))
     b = write(tmp_path / "b.jsonl", call("NodePrepareResources", 500, two, "pod-gpu-xyz12"))
-    assert await kubelet_dra("calls", "diff", a, b) == (0, "same calls: 1 line(s) after normalizing\n", "")
+    code, out, err = await kubelet_dra("calls", "diff", a, b)
+    assert (code, err) == (0, "")
+    summary, line = out.splitlines()
+    assert summary == "same calls: 1 line(s) after normalizing"
+    assert line.split()[:2] == ["DRAPlugin/NodePrepareResources", "OK"] and "<uid-1>" in line and "<claim-1>" in line
 
 
 async def test_a_different_call_is_shown_as_a_unified_diff_and_exits_1(tmp_path: Path) -> None:

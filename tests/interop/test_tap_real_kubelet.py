@@ -10,17 +10,18 @@ driver's going away makes the mirrored socket go, and the kubelet unregisters th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import KubeletDRAProcess, eventually
+from helpers import KubeletDRAProcess, eventually, kubelet_dra
 from realk8s import (
     RealControlPlane,
     example_driver_cmd,
@@ -32,6 +33,8 @@ from realk8s import (
 
 DRIVERS = {"reference": ("ref-node", "gpu.kubelet-dra.io"), "example": ("go-node", "gpu.example.com")}
 """Driver kind → (the node it runs on, its driver name): one node and one DeviceClass each."""
+SIM_NODE = "sim-node"
+"""The node ``kubelet-dra run`` is, beside the real kubelet's."""
 REGISTRATION = "/pluginregistration.Registration/"
 DRA_V1 = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/"
 HEALTH_V1ALPHA1 = "/v1alpha1.DRAResourceHealth/NodeWatchResources"
@@ -43,7 +46,7 @@ def cluster(interop_bin: Path) -> Iterator[RealControlPlane]:
     if reason:
         pytest.skip(reason)
     directory = Path(tempfile.mkdtemp(prefix="kd-tap-", dir="/tmp"))
-    nodes = tuple(node for node, _ in DRIVERS.values())
+    nodes = (*(node for node, _ in DRIVERS.values()), SIM_NODE)
     plane = start_control_plane(directory, "scheduler", "controller-manager", nodes=nodes)
     try:
         yield plane
@@ -99,12 +102,29 @@ def driver_command(kind: str, plane: RealControlPlane, bin_dir: Path, dirs: dict
     return example_driver_cmd(bin_dir, "gpu").format_map(values).split()
 
 
+async def pod_lifecycle(cluster: RealControlPlane, node: str, driver: str, log: Callable[[], str]) -> None:
+    """The pod of ``manifests`` is placed on ``node`` by the real scheduler, runs, is deleted and goes."""
+    items = manifests(node, driver)
+    cluster.kubectl("apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+
+    def pod() -> dict[str, Any] | None:
+        return cluster.get("pod", f"{node}-pod", "-n", "default")
+
+    running = await eventually(lambda: (pod() or {}).get("status", {}).get("phase") == "Running", timeout=90)
+    assert running, json.dumps(pod(), indent=1)[-2000:] + "\n" + log()[-3000:]
+    assert (pod() or {})["spec"]["nodeName"] == node
+    cluster.kubectl("delete", "pod", f"{node}-pod", "-n", "default", "--wait=false")
+    assert await eventually(lambda: pod() is None, timeout=90), log()[-3000:]
+
+
 def plugin_lines(log: str) -> str:
     """The kubelet's log lines about plugins (registration, unregistration)."""
     return "\n".join(line for line in log.splitlines() if "plugin" in line.lower())
 
 
 def calls(path: Path, method: str) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
     return [record for record in map(json.loads, path.read_text().splitlines()) if record["method"].endswith(method)]
 
 
@@ -131,21 +151,7 @@ async def test_the_real_kubelet_s_calls_to_a_driver_are_recorded_through_the_tap
             await tap.wait_line("Mirrored registration socket", timeout=60)
             registered = await eventually(lambda: driver in plugin_lines(kubelet.log()), timeout=30)
             assert registered, plugin_lines(kubelet.log()) + "\n".join(tap.lines[-20:])
-            cluster.kubectl(
-                "apply",
-                "-f",
-                "-",
-                stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests(node, driver)}),
-            )
-
-            def pod() -> dict[str, Any] | None:
-                return cluster.get("pod", f"{node}-pod", "-n", "default")
-
-            running = await eventually(lambda: (pod() or {}).get("status", {}).get("phase") == "Running", timeout=90)
-            assert running, json.dumps(pod(), indent=1)[-2000:] + "\n" + kubelet.log()[-3000:]
-            assert (pod() or {})["spec"]["nodeName"] == node
-            cluster.kubectl("delete", "pod", f"{node}-pod", "-n", "default", "--wait=false")
-            assert await eventually(lambda: pod() is None, timeout=90), kubelet.log()[-3000:]
+            await pod_lifecycle(cluster, node, driver, kubelet.log)
 
             driver_process.terminate()
             driver_process.wait(timeout=30)
@@ -177,3 +183,60 @@ async def test_the_real_kubelet_s_calls_to_a_driver_are_recorded_through_the_tap
     }
     watches = calls(record, "/NodeWatchResources")
     assert watches, "the kubelet opened the health stream"
+
+
+async def record_lifecycle(
+    which: str, cluster: RealControlPlane, interop_bin: Path, root: Path, recording: Path
+) -> None:
+    """The pod's lifecycle with the Go example driver on the real kubelet through the tap (``real``) or on
+    ``kubelet-dra run --kubelet-version 1.36`` (``run``), recorded to ``recording``."""
+    node = DRIVERS["example"][0] if which == "real" else SIM_NODE
+    dirs = {name: root / name for name in ("drivers", "plugins", "cdi", "tap", "state")}
+    for directory in dirs.values():
+        directory.mkdir(parents=True)
+    values = {"node": node, "kubeconfig": cluster.kubeconfig, "registry_dir": dirs["drivers"]}
+    values |= {"plugins_root": dirs["plugins"], "cdi_root": dirs["cdi"]}
+    command = example_driver_cmd(interop_bin, "gpu").format_map(values).split()
+    with contextlib.ExitStack() as stack:
+        if which == "real":
+            kubelet = stack.enter_context(real_kubelet(cluster, node))
+            watcher = await KubeletDRAProcess.start(
+                *("-v", "2", "tap", "--driver-registry-dir", str(dirs["drivers"])),
+                *("--registry-dir", str(kubelet.registry_dir), "--socket-dir", str(dirs["tap"])),
+                *("--record-calls", str(recording)),
+            )
+            await watcher.wait_line("Tap started", timeout=60)
+            log = kubelet.log
+        else:
+            watcher = await KubeletDRAProcess.start(
+                *("-v", "2", "run", "--node-name", node, "--kubeconfig", str(cluster.node_kubeconfig(node))),
+                *("--registry-dir", str(dirs["drivers"]), "--state-dir", str(dirs["state"])),
+                *("--kubelet-version", "1.36", "--record-calls", str(recording)),
+            )
+            await watcher.wait_line("Plugin Watcher Start", timeout=60)
+
+            def log() -> str:
+                return "\n".join(watcher.lines)
+
+        driver_log = stack.enter_context((root / "driver.log").open("w"))
+        process = subprocess.Popen(command, stdout=driver_log, stderr=subprocess.STDOUT)
+        try:
+            assert await eventually(lambda: calls(recording, "NotifyRegistrationStatus"), timeout=60), log()[-3000:]
+            await pod_lifecycle(cluster, node, DRIVERS["example"][1], log)
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+            code = await watcher.stop()
+        assert code == 0, "\n".join(watcher.lines[-30:])
+
+
+async def test_a_tap_of_the_real_kubelet_beside_a_run_recording_of_the_same_pod_lifecycle(
+    cluster: RealControlPlane, interop_bin: Path, short_dir: Path
+) -> None:
+    """The Go example driver, the same pod on the real kubelet (through the tap) and on ``kubelet-dra run
+    --kubelet-version 1.36`` (its own --record-calls): the diff of the two recordings."""
+    for which in ("real", "run"):
+        await record_lifecycle(which, cluster, interop_bin, short_dir / which, short_dir / f"{which}.jsonl")
+    code, out, err = await kubelet_dra("calls", "diff", str(short_dir / "real.jsonl"), str(short_dir / "run.jsonl"))
+    print(out)
+    assert code in (0, 1) and err == ""
