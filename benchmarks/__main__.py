@@ -25,6 +25,7 @@ SUITE: dict[str, tuple[str, list[str], list[str]]] = {
     "manager": ("manager_bench.py", ["--cycles", "20", "--runs", "3"], ["--cycles", "50", "--runs", "3"]),
     "scale": ("scale_bench.py", ["--pods", "2000"], ["--pods", "10000"]),
     "nodes": ("many_nodes.py", ["--nodes", "1,10"], ["--nodes", "1,10,50,100"]),
+    "tap": ("tap_bench.py", ["--calls", "300"], ["--calls", "2000"]),
 }
 
 

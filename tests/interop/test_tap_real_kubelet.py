@@ -237,6 +237,17 @@ async def test_a_tap_of_the_real_kubelet_beside_a_run_recording_of_the_same_pod_
     --kubelet-version 1.36`` (its own --record-calls): the diff of the two recordings."""
     for which in ("real", "run"):
         await record_lifecycle(which, cluster, interop_bin, short_dir / which, short_dir / f"{which}.jsonl")
-    code, out, err = await kubelet_dra("calls", "diff", str(short_dir / "real.jsonl"), str(short_dir / "run.jsonl"))
-    print(out)
-    assert code in (0, 1) and err == ""
+    real, run = str(short_dir / "real.jsonl"), str(short_dir / "run.jsonl")
+    code, out, err = await kubelet_dra("--output", "json", "calls", "diff", real, run)
+    assert code in (0, 1) and err == "", err
+    print((await kubelet_dra("calls", "diff", real, run))[1])
+    report = json.loads(out)
+
+    def without_health(lines: list[str]) -> list[str]:
+        return [line for line in lines if not line.startswith("DRAResourceHealth/NodeWatchResources")]
+
+    # The health watch is retried every 5 s by both: how many fall in the lifecycle is timing, the rest must match.
+    assert without_health(report["a_calls"]) == without_health(report["b_calls"])
+    for calls_of_one in (report["a_calls"], report["b_calls"]):
+        assert any(line.startswith("DRAResourceHealth/NodeWatchResources UNIMPLEMENTED") for line in calls_of_one)
+    assert len(without_health(report["a_calls"])) == 4, "GetInfo, NotifyRegistrationStatus, prepare, unprepare"
