@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import grpc
-from common import Figure, Percentiles, load, spread, write_json
+from common import Figure, Percentiles, load, write_json
 from rich.console import Console
 from rich.table import Table
 
@@ -135,7 +135,6 @@ def figures(samples: dict[str, dict[str, list[float]]]) -> list[Figure]:
                 f"{added * 1e3:.2f} / {(through.p99 - direct.p99) * 1e3:.2f} ms",
                 target=f"p50 +≤ {TARGET_ADDED_P50 * 1e3:.0f} ms",
                 met=added <= TARGET_ADDED_P50,
-                spread=spread(by_way["tap"]),
             ),
         ]
     return result

@@ -103,3 +103,17 @@ async def test_a_relative_endpoint_reaches_the_kubelet_as_the_driver_gave_it(env
         await node.wait_for(lambda: node.instances(GPU), timeout=20)
         assert [instance.endpoint for instance in node.instances(GPU)] == ["relative/dra.sock"]
         assert tap.mirrors()[0].tap_endpoint == ""
+
+
+async def test_a_stale_driver_socket_fails_the_kubelet_s_get_info_instead_of_its_dial(env: NodeEnv) -> None:
+    """A limit of the tap (docs/tap.md): the mirror answers, so the kubelet's dial succeeds and GetInfo fails."""
+    drivers = env.root / "drv"
+    drivers.mkdir()
+    driver = await env.spawn_driver(GPU, "--registry-dir", str(drivers), "--fault-leave-sockets")
+    await driver.stop()
+    assert (drivers / f"{GPU}-reg.sock").is_socket(), "the driver left its socket, like a crash"
+    async with Tap(str(drivers), str(env.registry)) as tap, env.node() as node:
+        error = await registration_error(node)
+    assert "failed to get plugin info using RPC GetInfo" in error and "Unavailable" in error, error
+    (info,) = tap.recorder.records(method="GetInfo")[:1]
+    assert info.status == "UNAVAILABLE"
