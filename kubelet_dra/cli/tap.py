@@ -92,7 +92,7 @@ async def watch(tap: Tap, output_format: str, duration: float | None) -> list[Mi
                     await asyncio.wait_for(stop.wait(), min(REFRESH_PERIOD, max(0.0, deadline - time.monotonic())))
                 records = tap.recorder.records()
                 if view is not None:
-                    view.update(render(tap.mirrors(), records))
+                    view.update(render(tap.mirrors(), records, tap.open_calls()))
                 shown = _print_calls(records, shown, enabled=streaming)
         mirrors = tap.mirrors()
     # Streams still open when the tap stops end now, cancelled: their records come last.

@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import attrs
 import grpc
 
 from kubelet_dra.api.calls import CallRecord, CallRecorder, next_request_id
@@ -62,6 +63,18 @@ class Upstream:
         await self.channel.close()
 
 
+@attrs.define
+class OpenCall:
+    """A call that has not ended yet (a health stream stays open for as long as the driver is registered)."""
+
+    request_id: int
+    driver: str
+    method: str
+    started_at: float
+    messages: int = 0
+    """Answers forwarded so far."""
+
+
 class Forwarder(grpc.GenericRpcHandler):
     """Serves any method path by calling the same path on ``upstream``; every call becomes one ``CallRecord``."""
 
@@ -80,6 +93,8 @@ class Forwarder(grpc.GenericRpcHandler):
         self._recorder = recorder
         self._log = log
         self._rewrite = rewrite
+        self.open_calls: dict[int, OpenCall] = {}
+        """The calls in progress, by request ID: records are written when a call ends, these show it before."""
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
         return grpc.stream_stream_rpc_method_handler(functools.partial(self._forward, handler_call_details.method))
@@ -90,6 +105,7 @@ class Forwarder(grpc.GenericRpcHandler):
         request_id = next_request_id()
         log = self._log.with_values(requestID=request_id, method=method, driver=self.driver)
         started, clock = time.time(), time.monotonic()
+        self.open_calls[request_id] = open_call = OpenCall(request_id, self.driver, method, started)
         sent: list[bytes] = []
         received: list[bytes] = []
         code, details, trailing = grpc.StatusCode.OK, "", grpc.aio.Metadata()
@@ -106,6 +122,7 @@ class Forwarder(grpc.GenericRpcHandler):
                 await context.send_initial_metadata(headers)
             async for data in call:
                 received.append(data)
+                open_call.messages += 1
                 yield await self._rewrite(method, data)
             code, details, trailing = await call.code(), await call.details(), await call.trailing_metadata()
         except grpc.aio.AioRpcError as err:
@@ -116,6 +133,7 @@ class Forwarder(grpc.GenericRpcHandler):
             code, details = grpc.StatusCode.CANCELLED, "cancelled by the caller"
             raise
         finally:
+            del self.open_calls[request_id]
             self._record(request_id, method, sent, received, code, details, started, clock)
             log.v(6).info("Forwarded", status=code.name, details=details, messages=len(received))
         context.set_trailing_metadata(tuple(trailing))

@@ -21,7 +21,7 @@ from kubelet_dra.api import pluginregistration_pb2 as registration_pb2
 from kubelet_dra.api.calls import CallRecorder
 from kubelet_dra.api.services import REGISTRATION
 from kubelet_dra.log import Logger
-from kubelet_dra.tap.forward import UNLIMITED_MESSAGES, Forwarder, Upstream
+from kubelet_dra.tap.forward import UNLIMITED_MESSAGES, Forwarder, OpenCall, Upstream
 
 GET_INFO = REGISTRATION.method_path("GetInfo")
 SOCKET_DIR_MODE = 0o750
@@ -76,6 +76,10 @@ class DriverMirror:
         self._server = _Server(mirror_socket, self._registration)
         self._service: Forwarder | None = None
         self._service_server: _Server | None = None
+
+    def open_calls(self) -> list[OpenCall]:
+        forwarders = [self._registration, *([self._service] if self._service else [])]
+        return [call for forwarder in forwarders for call in forwarder.open_calls.values()]
 
     def view(self) -> MirrorView:
         service = self._service

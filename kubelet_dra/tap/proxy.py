@@ -21,6 +21,7 @@ from kubelet_dra.errors import ConfigError
 from kubelet_dra.log import Logger, get_logger
 from kubelet_dra.registration.state import DesiredStateOfWorld
 from kubelet_dra.registration.watcher import PluginWatcher
+from kubelet_dra.tap.forward import OpenCall
 from kubelet_dra.tap.mirror import DriverMirror, MirrorView
 
 TAP_SOCKET_DIR = "kubelet-dra-tap"
@@ -72,6 +73,11 @@ class Tap:
 
     def mirrors(self) -> list[MirrorView]:
         return [mirror.view() for _, mirror in self._mirrors.values()]
+
+    def open_calls(self) -> list[OpenCall]:
+        """The calls in progress through every mirror, oldest first (records come only when a call ends)."""
+        calls = [call for _, mirror in self._mirrors.values() for call in mirror.open_calls()]
+        return sorted(calls, key=lambda call: call.started_at)
 
     async def start(self) -> None:
         await self._watcher.start()

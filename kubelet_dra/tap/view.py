@@ -16,6 +16,7 @@ from rich.table import Table
 
 from kubelet_dra.api.calls import CallRecord
 from kubelet_dra.log import clock_time
+from kubelet_dra.tap.forward import OpenCall
 from kubelet_dra.tap.mirror import MirrorView
 
 RECENT_CALLS = 15
@@ -36,7 +37,7 @@ def call_line(record: CallRecord) -> str:
     )
 
 
-def render(mirrors: Sequence[MirrorView], records: Sequence[CallRecord]) -> Group:
+def render(mirrors: Sequence[MirrorView], records: Sequence[CallRecord], open_calls: Sequence[OpenCall] = ()) -> Group:
     drivers = Table(title="Drivers through the tap", title_justify="left")
     for column in ("driver", "driver's registration socket", "mirrored as", "driver's endpoint", "tap's endpoint"):
         drivers.add_column(column, overflow="fold")
@@ -55,11 +56,22 @@ def render(mirrors: Sequence[MirrorView], records: Sequence[CallRecord]) -> Grou
     for (driver, method, status), count in sorted(counted.items()):
         color = "green" if status == "OK" else "red"
         totals.add_row(escape(driver), method, f"[{color}]{status}[/{color}]", str(count))
+    in_progress = Table(title="Open calls and streams", title_justify="left")
+    for column in ("since", "request", "driver", "method", "answers so far"):
+        in_progress.add_column(column)
+    for call in open_calls:
+        in_progress.add_row(
+            clock_time(call.started_at),
+            f"#{call.request_id}",
+            escape(call.driver or "registration"),
+            call.method.rsplit("/", 1)[-1],
+            str(call.messages),
+        )
     recent = Table(title=f"Last {RECENT_CALLS} calls", title_justify="left", show_header=False, box=None)
     recent.add_column("call", overflow="fold")
     for record in records[-RECENT_CALLS:]:
         recent.add_row(escape(call_line(record)))
-    return Group(drivers, totals, recent)
+    return Group(drivers, in_progress, totals, recent)
 
 
 def to_json(mirrors: Sequence[MirrorView], records: Sequence[CallRecord]) -> dict[str, Any]:

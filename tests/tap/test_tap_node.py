@@ -3,15 +3,19 @@ and records what the node itself records."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from helpers import eventually, kubelet_dra
-from nodeenv import GPU, NodeEnv
+from nodeenv import GPU, NIC, NodeEnv
+from rich.console import Console
 
 from kubelet_dra.api.calls import CallRecorder
 from kubelet_dra.node import Node
 from kubelet_dra.release import V1_36
 from kubelet_dra.tap import Tap
+from kubelet_dra.tap.forward import OpenCall
+from kubelet_dra.tap.view import render
 
 
 async def pod_lifecycle(env: NodeEnv) -> None:
@@ -117,3 +121,24 @@ async def test_a_stale_driver_socket_fails_the_kubelet_s_get_info_instead_of_its
     assert "failed to get plugin info using RPC GetInfo" in error and "Unavailable" in error, error
     (info,) = tap.recorder.records(method="GetInfo")[:1]
     assert info.status == "UNAVAILABLE"
+
+
+async def test_one_tap_serves_many_drivers_and_shows_their_open_health_streams(env: NodeEnv) -> None:
+    drivers = env.root / "drv"
+    drivers.mkdir()
+    async with Tap(str(drivers), str(env.registry)) as tap, env.node(release=V1_36) as node:
+        for name in (GPU, NIC):
+            await env.spawn_driver(name, "--registry-dir", str(drivers), "--health")
+        await node.wait_for(lambda: node.plugins.usable(GPU) and node.plugins.usable(NIC), timeout=20)
+        assert sorted(view.driver for view in tap.mirrors()) == [GPU, NIC]
+
+        def streaming() -> list[OpenCall]:
+            return [call for call in tap.open_calls() if call.method.endswith("/NodeWatchResources") and call.messages]
+
+        assert await eventually(lambda: len(streaming()) == 2, timeout=10), tap.open_calls()
+        assert sorted(call.driver for call in streaming()) == [GPU, NIC]
+        console = Console(width=200, record=True, file=io.StringIO())
+        console.print(render(tap.mirrors(), tap.recorder.records(), tap.open_calls()))
+        shown = console.export_text()
+        assert "Open calls and streams" in shown and shown.count("NodeWatchResources") >= 2
+        assert "(not asked yet)" not in shown
