@@ -4,7 +4,7 @@ Two recordings of the same pod lifecycle (a tap of the real kubelet, a ``kubelet
 in request IDs, times, socket paths, UIDs, generated claim names and pool (node) names. Those are
 replaced by placeholders numbered in order of first appearance in each file (``<uid-1>``,
 ``<claim-1>``, ``<pool-1>``), so the same call in the same place reads the same. Calls are put in
-the order they started (calls a few milliseconds apart, concurrent, in name order); runs of the
+the order they started (calls that overlap or follow within 50 ms in name order); runs of the
 same call (the real kubelet's health watch every 5 s) are folded into one line with a count. What
 is left is shown as a unified diff.
 """
@@ -23,8 +23,8 @@ import attrs
 
 from kubelet_dra.errors import ConfigError
 
-CONCURRENT = 0.1
-"""Seconds between the starts of two calls under which the diff takes them as concurrent."""
+CONCURRENT = 0.05
+"""Seconds between the end of a burst of calls and the start of the next call under which it joins the burst."""
 _UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -100,16 +100,16 @@ def _method_name(method: str) -> str:
 def call_lines(records: Iterable[dict[str, Any]]) -> list[str]:
     """One line per call in start order, normalized; repeats of the same line folded into ``(xN)``.
 
-    Calls that start within ``CONCURRENT`` of the one before are one burst, ordered by their text: which of two
-    concurrent calls starts first (the health stream a kubelet opens while it notifies the driver) is chance.
+    Calls that overlap or follow each other within ``CONCURRENT`` are one burst, ordered by their text: which of
+    two such calls starts first (the health stream a kubelet opens while it notifies the driver) is chance.
     """
     names = _Placeholders()
     bursts: list[list[str]] = []
-    last = float("-inf")
+    burst_end = float("-inf")
     for record in sorted(records, key=lambda record: record["started_at"]):
-        if record["started_at"] - last > CONCURRENT or not bursts:
+        if record["started_at"] > burst_end + CONCURRENT or not bursts:
             bursts.append([])
-        last = record["started_at"]
+        burst_end = max(burst_end, record["started_at"] + float(record.get("duration") or 0.0))
         request = json.dumps(_normalize(record.get("request"), names), sort_keys=True)
         response = json.dumps(_normalize(record.get("response"), names), sort_keys=True)
         details = f" {names.text(record.get('details') or '')!r}" if record.get("details") else ""
