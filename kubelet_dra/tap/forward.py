@@ -110,13 +110,13 @@ class Forwarder(grpc.GenericRpcHandler):
         received: list[bytes] = []
         code, details, trailing = grpc.StatusCode.OK, "", grpc.aio.Metadata()
         options = {"timeout": context.time_remaining(), "metadata": forwarded_metadata(context.invocation_metadata())}
-        grace = None if method in KNOWN_METHODS else HALF_CLOSE_GRACE
-        rest = await _read_requests(requests, sent, grace)
-        if rest is None and len(sent) == 1:
-            call = self.upstream.channel.unary_stream(method)(sent[0], **options)
-        else:
-            call = self.upstream.channel.stream_stream(method)(rest or iter(list(sent)), **options)
+        call: Any = None
         try:
+            rest = await _read_requests(requests, sent, None if method in KNOWN_METHODS else HALF_CLOSE_GRACE)
+            if rest is None and len(sent) == 1:
+                call = self.upstream.channel.unary_stream(method)(sent[0], **options)
+            else:
+                call = self.upstream.channel.stream_stream(method)(rest or iter(list(sent)), **options)
             headers = await call.initial_metadata()
             if headers:
                 await context.send_initial_metadata(headers)
@@ -129,7 +129,8 @@ class Forwarder(grpc.GenericRpcHandler):
             code, details, trailing = err.code(), err.details() or "", err.trailing_metadata()
         except BaseException:
             # The caller cancelled (the kubelet closed a health stream, or gave up at its deadline).
-            call.cancel()
+            if call is not None:
+                call.cancel()
             code, details = grpc.StatusCode.CANCELLED, "cancelled by the caller"
             raise
         finally:
