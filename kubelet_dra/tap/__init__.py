@@ -5,7 +5,9 @@ call, recording each in the ``--record-calls`` JSON-lines format; ``diff`` compa
 recordings after normalizing what differs between runs (UIDs, names, paths, times).
 """
 
+from kubelet_dra.tap.diff import CallsDiff, diff
+from kubelet_dra.tap.forward import OpenCall
 from kubelet_dra.tap.mirror import MirrorView
 from kubelet_dra.tap.proxy import Tap, default_socket_dir
 
-__all__ = ["MirrorView", "Tap", "default_socket_dir"]
+__all__ = ["CallsDiff", "MirrorView", "OpenCall", "Tap", "default_socket_dir", "diff"]
