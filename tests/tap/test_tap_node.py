@@ -6,13 +6,15 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
 from helpers import eventually, kubelet_dra
 from nodeenv import GPU, NIC, NodeEnv
 from rich.console import Console
 
 from kubelet_dra.api.calls import CallRecorder
+from kubelet_dra.api.services import DRA_HEALTH_V1, DRA_HEALTH_V1ALPHA1, Service
 from kubelet_dra.node import Node
-from kubelet_dra.release import V1_36
+from kubelet_dra.release import V1_36, V1_37, KubeletRelease
 from kubelet_dra.tap import Tap
 from kubelet_dra.tap.forward import OpenCall
 from kubelet_dra.tap.view import render
@@ -123,17 +125,21 @@ async def test_a_stale_driver_socket_fails_the_kubelet_s_get_info_instead_of_its
     assert info.status == "UNAVAILABLE"
 
 
-async def test_one_tap_serves_many_drivers_and_shows_their_open_health_streams(env: NodeEnv) -> None:
+@pytest.mark.parametrize(("release", "service"), [(V1_36, DRA_HEALTH_V1ALPHA1), (V1_37, DRA_HEALTH_V1)])
+async def test_one_tap_serves_many_drivers_and_shows_their_open_health_streams(
+    env: NodeEnv, release: KubeletRelease, service: Service
+) -> None:
     drivers = env.root / "drv"
     drivers.mkdir()
-    async with Tap(str(drivers), str(env.registry)) as tap, env.node(release=V1_36) as node:
+    async with Tap(str(drivers), str(env.registry)) as tap, env.node(release=release) as node:
         for name in (GPU, NIC):
             await env.spawn_driver(name, "--registry-dir", str(drivers), "--health")
         await node.wait_for(lambda: node.plugins.usable(GPU) and node.plugins.usable(NIC), timeout=20)
         assert sorted(view.driver for view in tap.mirrors()) == [GPU, NIC]
 
         def streaming() -> list[OpenCall]:
-            return [call for call in tap.open_calls() if call.method.endswith("/NodeWatchResources") and call.messages]
+            watch = service.method_path("NodeWatchResources")
+            return [call for call in tap.open_calls() if call.method == watch and call.messages]
 
         assert await eventually(lambda: len(streaming()) == 2, timeout=10), tap.open_calls()
         assert sorted(call.driver for call in streaming()) == [GPU, NIC]
@@ -142,3 +148,8 @@ async def test_one_tap_serves_many_drivers_and_shows_their_open_health_streams(e
         shown = console.export_text()
         assert "Open calls and streams" in shown and shown.count("NodeWatchResources") >= 2
         assert "(not asked yet)" not in shown
+    streams = tap.recorder.records(method=service.method_path("NodeWatchResources"))
+    assert len(streams) == 2, "recorded when the tap stopped"
+    for stream in streams:
+        assert stream.status == "CANCELLED" and stream.streaming
+        assert stream.response and all(message["devices"] for message in stream.response), "decoded, not raw"
