@@ -68,6 +68,7 @@ async def timed(calls: int, pairs: dict[str, tuple[object, object]]) -> dict[str
 async def measure(calls: int, workdir: Path) -> dict[str, dict[str, list[float]]]:
     dirs = {name: workdir / name for name in ("drivers", "kubelet-reg", "plugin", "tap", "cdi")}
     kubeconfig = workdir / "kubeconfig"
+    dirs["kubelet-reg"].mkdir()  # a kubelet's registry dir exists before any tap
     processes = [
         start("apiserver", "--listen", "127.0.0.1:0", "--kubeconfig-out", str(kubeconfig), log=workdir / "api.log")
     ]

@@ -110,9 +110,11 @@ class Forwarder(grpc.GenericRpcHandler):
         received: list[bytes] = []
         code, details, trailing = grpc.StatusCode.OK, "", grpc.aio.Metadata()
         options = {"timeout": context.time_remaining(), "metadata": forwarded_metadata(context.invocation_metadata())}
+        shape = KNOWN_METHODS.get(method)
+        streams = shape is None or shape.streaming
         call: Any = None
         try:
-            rest = await _read_requests(requests, sent, None if method in KNOWN_METHODS else HALF_CLOSE_GRACE)
+            rest = await _read_requests(requests, sent, None if shape else HALF_CLOSE_GRACE)
             if rest is None and len(sent) == 1:
                 call = self.upstream.channel.unary_stream(method)(sent[0], **options)
             else:
@@ -123,20 +125,27 @@ class Forwarder(grpc.GenericRpcHandler):
             async for data in call:
                 received.append(data)
                 open_call.messages += 1
-                yield await self._rewrite(method, data)
+                if streams:
+                    yield await self._rewrite(method, data)
             code, details, trailing = await call.code(), await call.details(), await call.trailing_metadata()
         except grpc.aio.AioRpcError as err:
             code, details, trailing = err.code(), err.details() or "", err.trailing_metadata()
         except BaseException:
-            # The caller cancelled (the kubelet closed a health stream, or gave up at its deadline).
+            # The caller cancelled (the kubelet closed a health stream, or gave up at its deadline), or the tap stops.
             if call is not None:
                 call.cancel()
-            code, details = grpc.StatusCode.CANCELLED, "cancelled by the caller"
+            code, details = grpc.StatusCode.CANCELLED, "cancelled by the caller or the tap's stop"
             raise
         finally:
             del self.open_calls[request_id]
             self._record(request_id, method, sent, received, code, details, started, clock)
             log.v(6).info("Forwarded", status=code.name, details=details, messages=len(received))
+        if not streams:
+            # A single answer goes out once the driver's call has ended and is recorded: a caller that hangs up as
+            # soon as it has its answer (the kubelet after NotifyRegistrationStatus) would otherwise cancel the
+            # record of a call that succeeded.
+            for data in received:
+                yield await self._rewrite(method, data)
         context.set_trailing_metadata(tuple(trailing))
         if code is not grpc.StatusCode.OK:
             context.set_code(code)

@@ -61,7 +61,14 @@ class Tap:
         self._task: asyncio.Task[None] | None = None
 
     def _check_dirs(self) -> None:
-        """The kubelet must not see the drivers' own sockets, or it would register them past the tap."""
+        """The kubelet's registry dir must be there (a mistyped one would be watched by no kubelet), and must not
+        see the drivers' own sockets, or the kubelet would register them past the tap."""
+        if not os.path.isdir(self.registry_dir):
+            raise ConfigError(
+                "the kubelet's plugin registry directory does not exist",
+                where=self.registry_dir,
+                fix="start the kubelet first, or pass the --registry-dir it watches",
+            )
         for flag, path in (("--driver-registry-dir", self.driver_registry_dir), ("--socket-dir", self.socket_dir)):
             if _inside(path, self.registry_dir) or _inside(self.registry_dir, path):
                 raise ConfigError(

@@ -15,14 +15,15 @@ from nodeenv import GPU, NodeEnv
 async def test_the_tap_stopped_by_sigterm_prints_its_drivers_and_calls_as_json(env: NodeEnv) -> None:
     drivers = env.root / "drv"
     record = env.root / "calls.jsonl"
-    tap = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "kubelet_dra", "--output", "json", "tap"),
-        *("--driver-registry-dir", str(drivers), "--registry-dir", str(env.registry), "--record-calls", str(record)),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    assert await eventually(drivers.is_dir, timeout=30), "the tap makes the drivers' dir"
     async with env.node() as node:
+        tap = await asyncio.create_subprocess_exec(
+            *(sys.executable, "-m", "kubelet_dra", "--output", "json", "tap"),
+            *("--driver-registry-dir", str(drivers), "--registry-dir", str(env.registry)),
+            *("--record-calls", str(record)),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert await eventually(drivers.is_dir, timeout=30), "the tap makes the drivers' dir"
         await env.spawn_driver(GPU, "--registry-dir", str(drivers))
         await node.wait_for(lambda: node.plugins.usable(GPU), timeout=30)
         tap.send_signal(signal.SIGTERM)
@@ -37,7 +38,16 @@ async def test_the_tap_stopped_by_sigterm_prints_its_drivers_and_calls_as_json(e
     assert not list(env.registry.glob("*.sock")), "the mirrored socket went with the tap"
 
 
+async def test_a_kubelet_registry_dir_that_does_not_exist_is_refused_in_one_line(short_dir: Path) -> None:
+    code, _, err = await kubelet_dra(
+        "tap", "--driver-registry-dir", str(short_dir / "drivers"), "--registry-dir", str(short_dir / "no-such-dir")
+    )
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "no-such-dir" in err and "does not exist" in err
+
+
 async def test_a_driver_dir_inside_the_kubelet_s_is_refused_in_one_line(short_dir: Path) -> None:
+    (short_dir / "reg").mkdir()
     code, _, err = await kubelet_dra(
         "tap", "--driver-registry-dir", str(short_dir / "reg" / "drivers"), "--registry-dir", str(short_dir / "reg")
     )

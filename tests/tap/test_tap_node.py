@@ -43,8 +43,8 @@ async def _gone(env: NodeEnv, pod: dict[str, object]) -> bool:
 async def test_the_tap_records_every_call_the_node_makes_as_the_node_itself_records_it(env: NodeEnv) -> None:
     drivers, by_node, by_tap = env.root / "drv", env.root / "node.jsonl", env.root / "tap.jsonl"
     async with (
-        Tap(str(drivers), str(env.registry), recorder=CallRecorder(by_tap)) as tap,
         env.pod_node(release=V1_36, record_calls=str(by_node)) as node,
+        Tap(str(drivers), str(env.registry), recorder=CallRecorder(by_tap)) as tap,
     ):
         await env.spawn_driver(GPU, "--registry-dir", str(drivers))
         await node.wait_for(lambda: node.plugins.usable(GPU), timeout=20)
@@ -66,9 +66,9 @@ async def test_a_driver_that_goes_takes_its_mirror_along_and_one_that_comes_back
     env: NodeEnv,
 ) -> None:
     drivers = env.root / "drv"
-    async with Tap(str(drivers), str(env.registry)) as tap, env.node() as node:
+    async with env.node() as node, Tap(str(drivers), str(env.registry)) as tap:
         driver = await env.spawn_driver(GPU, "--registry-dir", str(drivers))
-        await node.wait_for(lambda: node.plugins.usable(GPU), timeout=20)
+        await driver.wait_line("registered with the kubelet")  # the kubelet's notify has reached it
         mirror = env.registry / f"{GPU}-reg.sock"
         assert mirror.is_socket()
 
@@ -77,9 +77,11 @@ async def test_a_driver_that_goes_takes_its_mirror_along_and_one_that_comes_back
         assert not mirror.exists() and tap.mirrors() == []
         assert not list(Path(tap.socket_dir).glob("**/*.sock")), "the tap's service socket went too"
 
-        await env.spawn_driver(GPU, "--registry-dir", str(drivers))
+        second = await env.spawn_driver(GPU, "--registry-dir", str(drivers))
+        await second.wait_line("registered with the kubelet")
         await node.wait_for(lambda: node.plugins.usable(GPU), timeout=20)
-    assert [record.method.rsplit("/", 1)[-1] for record in tap.recorder.records(method="GetInfo")] == ["GetInfo"] * 2
+    handshakes = [(record.method.rsplit("/", 1)[-1], record.status) for record in tap.recorder.records()]
+    assert handshakes == [("GetInfo", "OK"), ("NotifyRegistrationStatus", "OK")] * 2
     assert not mirror.exists(), "stopping the tap removes its sockets"
 
 
@@ -94,7 +96,7 @@ async def test_a_driver_the_kubelet_rejects_is_rejected_through_the_tap_with_the
         direct = await registration_error(node)
         await driver.stop()
     drivers = env.root / "drv"
-    async with Tap(str(drivers), str(env.registry)) as tap, env.node() as node:
+    async with env.node() as node, Tap(str(drivers), str(env.registry)) as tap:
         await env.spawn_driver(GPU, "--registry-dir", str(drivers), "--fault-versions=none")
         through = await registration_error(node)
         (view,) = tap.mirrors()
@@ -104,7 +106,7 @@ async def test_a_driver_the_kubelet_rejects_is_rejected_through_the_tap_with_the
 
 async def test_a_relative_endpoint_reaches_the_kubelet_as_the_driver_gave_it(env: NodeEnv) -> None:
     drivers = env.root / "drv"
-    async with Tap(str(drivers), str(env.registry)) as tap, env.node() as node:
+    async with env.node() as node, Tap(str(drivers), str(env.registry)) as tap:
         await env.spawn_driver(GPU, "--registry-dir", str(drivers), "--fault-getinfo-endpoint=relative/dra.sock")
         await node.wait_for(lambda: node.instances(GPU), timeout=20)
         assert [instance.endpoint for instance in node.instances(GPU)] == ["relative/dra.sock"]
@@ -118,7 +120,7 @@ async def test_a_stale_driver_socket_fails_the_kubelet_s_get_info_instead_of_its
     driver = await env.spawn_driver(GPU, "--registry-dir", str(drivers), "--fault-leave-sockets")
     await driver.stop()
     assert (drivers / f"{GPU}-reg.sock").is_socket(), "the driver left its socket, like a crash"
-    async with Tap(str(drivers), str(env.registry)) as tap, env.node() as node:
+    async with env.node() as node, Tap(str(drivers), str(env.registry)) as tap:
         error = await registration_error(node)
     assert "failed to get plugin info using RPC GetInfo" in error and "Unavailable" in error, error
     (info,) = tap.recorder.records(method="GetInfo")[:1]
@@ -131,7 +133,7 @@ async def test_one_tap_serves_many_drivers_and_shows_their_open_health_streams(
 ) -> None:
     drivers = env.root / "drv"
     drivers.mkdir()
-    async with Tap(str(drivers), str(env.registry)) as tap, env.node(release=release) as node:
+    async with env.node(release=release) as node, Tap(str(drivers), str(env.registry)) as tap:
         for name in (GPU, NIC):
             await env.spawn_driver(name, "--registry-dir", str(drivers), "--health")
         await node.wait_for(lambda: node.plugins.usable(GPU) and node.plugins.usable(NIC), timeout=20)
