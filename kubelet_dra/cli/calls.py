@@ -12,7 +12,7 @@ import argparse
 
 from rich.markup import escape
 
-from kubelet_dra.cli import output
+from kubelet_dra.cli import add_global_flags, output
 from kubelet_dra.cli.command import Command
 from kubelet_dra.tap.diff import diff
 
@@ -22,6 +22,7 @@ _COLORS = {"+": "green", "-": "red", "@": "cyan"}
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     compare = actions.add_parser("diff", help="the difference of two --record-calls files, normalized")
+    add_global_flags(compare, defaults=False)
     compare.add_argument("a", metavar="A.jsonl", help="the first recording (e.g. a tap of the real kubelet)")
     compare.add_argument("b", metavar="B.jsonl", help="the second recording (e.g. kubelet-dra run --record-calls)")
 

@@ -103,7 +103,7 @@ async def test_a_different_call_is_shown_as_a_unified_diff_and_exits_1(tmp_path:
         ["-DRAPlugin/NodeUnprepareResources", "OK"],
         ["+DRAPlugin/NodePrepareResources", "UNAVAILABLE"],
     ]
-    code, out, _ = await kubelet_dra("--output", "json", "calls", "diff", a, b)
+    code, out, _ = await kubelet_dra("calls", "diff", a, b, "--output", "json")
     assert code == 1 and json.loads(out)["same"] is False
 
 
