@@ -68,7 +68,11 @@ async def test_a_driver_that_goes_takes_its_mirror_along_and_one_that_comes_back
     drivers = env.root / "drv"
     async with env.node() as node, Tap(str(drivers), str(env.registry)) as tap:
         driver = await env.spawn_driver(GPU, "--registry-dir", str(drivers))
-        await driver.wait_line("registered with the kubelet")  # the kubelet's notify has reached it
+
+        def notifies() -> int:
+            return len(tap.recorder.records(method="NotifyRegistrationStatus"))
+
+        assert await eventually(lambda: notifies() == 1, timeout=20), "the kubelet's notify went through and ended"
         mirror = env.registry / f"{GPU}-reg.sock"
         assert mirror.is_socket()
 
@@ -77,9 +81,9 @@ async def test_a_driver_that_goes_takes_its_mirror_along_and_one_that_comes_back
         assert not mirror.exists() and tap.mirrors() == []
         assert not list(Path(tap.socket_dir).glob("**/*.sock")), "the tap's service socket went too"
 
-        second = await env.spawn_driver(GPU, "--registry-dir", str(drivers))
-        await second.wait_line("registered with the kubelet")
+        await env.spawn_driver(GPU, "--registry-dir", str(drivers))
         await node.wait_for(lambda: node.plugins.usable(GPU), timeout=20)
+        assert await eventually(lambda: notifies() == 2, timeout=20)
     handshakes = [(record.method.rsplit("/", 1)[-1], record.status) for record in tap.recorder.records()]
     assert handshakes == [("GetInfo", "OK"), ("NotifyRegistrationStatus", "OK")] * 2
     assert not mirror.exists(), "stopping the tap removes its sockets"
