@@ -96,7 +96,7 @@ def decode_applied(rt: ResourceType, version: str, name: str, applied: dict[str,
     """An applied configuration as its kind holds it; else a 500 as kube-apiserver's typed patch object."""
     where = f"failed to create typed patch object (/{name}; {rt.group}/{version}, Kind={rt.kind})"
     try:
-        decoded = decode_typed(applied, rt.api_version(version), rt.kind)
+        decoded = decode_typed(applied, rt.api_version(version), rt.kind, nulls=False)
     except TypedDecodeError as err:
         raise ApiError(500, "", f"{where}: {err}") from None
     unknown = [error for error in decoded.strict_errors if error.startswith("unknown field")]

@@ -71,9 +71,13 @@ class Decoded:
     strict_errors: tuple[str, ...]
 
 
-def decode_typed(document: dict[str, Any], api_version: str, kind: str) -> Decoded:
-    """``document`` decoded into ``kind`` at ``api_version``; TypedDecodeError with Go's message when it cannot be."""
-    walk = _Walk()
+def decode_typed(document: dict[str, Any], api_version: str, kind: str, *, nulls: bool = True) -> Decoded:
+    """``document`` decoded into ``kind`` at ``api_version``; TypedDecodeError with Go's message when it cannot be.
+
+    With ``nulls``, an unset nullable field is written ``null``, as Go marshals the decoded object (an object to
+    store); without, the document keeps only what it set (an applied configuration, whose fields are owned).
+    """
+    walk = _Walk(nulls)
     try:
         decoded = walk.object(document, descriptor_of(api_version, kind), None, None, top=True)
     except _Abort as abort:
@@ -101,20 +105,22 @@ def _fields(descriptor: Descriptor) -> dict[str, _Field]:
             scalar = field.type != FieldDescriptor.TYPE_MESSAGE and not field.is_repeated
             plain = scalar and field.type == FieldDescriptor.TYPE_STRING
             omit_empty = (field.is_repeated and field not in nullable) or (scalar and not field.has_presence)
-            fields[field.name] = _Field(field, (), plain, omit_empty)
+            fields[field.name] = _Field(field, (), plain, omit_empty, field in nullable)
     return fields
 
 
 @attrs.frozen
 class _Field:
     """A field as the walk needs it: its descriptor, the Go names of the embedded structs it sits in, whether it
-    is one plain string, and whether Go's ``omitempty`` drops it when empty: a list or map that is not nullable,
-    a scalar the ``.proto`` does not declare ``optional`` (a zero ``""``, ``0``, ``false``)."""
+    is one plain string, whether Go's ``omitempty`` drops it when empty (a list or map that is not nullable,
+    a scalar the ``.proto`` does not declare ``optional``: a zero ``""``, ``0``, ``false``), and whether Go
+    writes it as ``null`` when unset (a nullable field: kube-apiserver's JSON has ``"topologyKeys": null``)."""
 
     descriptor: FieldDescriptor
     embedded: tuple[str, ...]
     plain_string: bool
     omit_empty: bool
+    null_when_unset: bool
 
 
 def go_type(field: FieldDescriptor, *, element: bool = False) -> str:
@@ -173,7 +179,8 @@ def _go_path(where: GoPath) -> str:
 class _Walk:
     """One decoding: the first type mismatch seen and the strict errors, as Go's decoder keeps them."""
 
-    def __init__(self) -> None:
+    def __init__(self, nulls: bool) -> None:
+        self.nulls = nulls
         self.saved: str | None = None
         self.strict: list[str] = []
 
@@ -207,6 +214,10 @@ class _Walk:
             result = self.field(item, known.descriptor, struct, (go_path, known.embedded, key), (path, key))
             if result or not known.omit_empty:
                 decoded[key] = result
+        if self.nulls:
+            for key, known in fields.items():
+                if known.null_when_unset:
+                    decoded.setdefault(key, None)
         return decoded
 
     def field(self, value: Any, field: FieldDescriptor, struct: str, go_path: GoPath, path: Where) -> Any:
