@@ -32,6 +32,7 @@ CASES: dict[str, tuple[tuple[str, ...], str, str]] = {
     "versions-alpha": (("--fault-versions", "v1alpha4"), "F6", ""),
     "notify-error": (("--fault-notify-error", "nope"), "F9", ""),
     "no-endpoint": (("--fault-getinfo-endpoint", "/tmp/kd-no-such-dir/dra.sock"), "F10", ""),
+    "rel-endpoint": (("--fault-getinfo-endpoint", "dra.sock"), "F10", ""),  # accepted, dialled from the cwd
     "stale": ((), "F2", ""),
 }
 
