@@ -155,6 +155,11 @@ async def test_a_service_connection_that_never_comes_up_shows_the_wipe_coming(
     assert mode == "F10"
     assert text.startswith("registered, but its service connection is ")
     assert text.endswith("its ResourceSlices are wiped in 30 s")
+    (problem,) = [p for p in report.problems() if p.subject == subject]
+    assert problem.message == (  # what the real kubelet 1.36.2 logs for it at once, 30 s before the wipe
+        '"NodeWatchResources RPC call failed" err="rpc error: code = Unavailable desc = connection error: desc ='
+        f' \\"transport: Error while dialing: dial unix {tmp}/nowhere/dra.sock: connect: no such file or directory\\""'
+    )
 
 
 async def test_driver_names_the_cluster_uses_but_nobody_registered(
