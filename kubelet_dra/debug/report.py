@@ -34,7 +34,7 @@ class Problem:
     text: str
     fix: str
     message: str = ""
-    """The kubelet's own words, verbatim, when it said something."""
+    """The kubelet's own words: verbatim what it said, or the line the real kubelet logs for the case (F10)."""
 
     def to_json(self) -> dict[str, str]:
         return attrs.asdict(self)
@@ -184,7 +184,9 @@ def _socket_problem(state: SocketState, now: float) -> Problem | None:
 def _connection_problem(instance: InstanceView, wipe_at: float | None, now: float) -> Problem:
     wipe = f"; its ResourceSlices are wiped in {max(0.0, wipe_at - now):.0f} s" if wipe_at is not None else ""
     text = f"registered, but its service connection is {instance.connectivity}{wipe}"
-    return Problem(f"{instance.driver} {instance.endpoint}", "F10", text, FAILURE_MODES["F10"].fix)
+    dial_error = "connection refused" if os.path.exists(instance.endpoint) else "no such file or directory"
+    kubelet_says = FAILURE_MODES["F10"].kubelet_says(endpoint=instance.endpoint, error=dial_error)
+    return Problem(f"{instance.driver} {instance.endpoint}", "F10", text, FAILURE_MODES["F10"].fix, kubelet_says)
 
 
 def _state_json(state: SocketState) -> dict[str, Any]:

@@ -19,6 +19,13 @@ class FailureMode:
     id: str
     symptom: str
     fix: str
+    kubelet_line: str = ""
+    """What the real kubelet 1.36.2 logs for it (-v 4, checked beside it with the reference driver's knobs), as a
+    template: ``{socket}``, ``{driver}``, ``{endpoint}`` and ``{error}`` stand for the names of the case."""
+
+    def kubelet_says(self, **names: str) -> str:
+        """The real kubelet's line for this case, its names filled in."""
+        return self.kubelet_line.format(**names)
 
 
 FAILURE_MODES: dict[str, FailureMode] = {
@@ -35,23 +42,36 @@ FAILURE_MODES: dict[str, FailureMode] = {
             "dial of the registration socket fails",
             "start the driver's registration server before (re)creating the socket, remove stale sockets"
             " on shutdown, and check the socket's permissions and SELinux label",
+            "RegisterPlugin error -- dial failed at socket {socket}, err: failed to dial socket {socket},"
+            " err: context deadline exceeded",
         ),
         FailureMode(
             "F3",
             "GetInfo fails",
             "serve pluginregistration.Registration on the registration socket and answer GetInfo within 1 s",
+            "RegisterPlugin error -- failed to get plugin info using RPC GetInfo at socket {socket}, err: {error}",
         ),
-        FailureMode("F4", "no handler for the plugin type", 'set PluginInfo.type to exactly "DRAPlugin"'),
+        FailureMode(
+            "F4",
+            "wrong plugin type",
+            'set PluginInfo.type to exactly "DRAPlugin"',
+            "RegisterPlugin error -- no handler registered for plugin type: {error} at socket {socket}",
+        ),
         FailureMode(
             "F5",
             "empty list of supported services",
             'list "v1.DRAPlugin" and/or "v1beta1.DRAPlugin" in PluginInfo.supported_versions',
+            "plugin validation failed with err: invalid supported gRPC versions of DRA driver plugin {driver} at"
+            " endpoint {endpoint}: empty list of supported gRPC services (aka supported versions)",
         ),
         FailureMode(
             "F6",
             "no supported DRA service advertised",
             'advertise "v1.DRAPlugin" or "v1beta1.DRAPlugin" (the advertised identifier, not the wire service'
             ' name, not a legacy "1.0.0" or "v1alpha3.NodeService")',
+            "plugin validation failed with err: invalid supported gRPC versions of DRA driver plugin {driver} at"
+            " endpoint {endpoint}: none of services supported by the plugin ({error}) are supported by the kubelet"
+            ' (["v1.DRAPlugin" "v1beta1.DRAPlugin"])',
         ),
         FailureMode(
             "F7",
@@ -67,11 +87,14 @@ FAILURE_MODES: dict[str, FailureMode] = {
             "F9",
             "NotifyRegistrationStatus fails",
             "answer NotifyRegistrationStatus(plugin_registered=true) without an error, within 5 s",
+            "RegisterPlugin error -- failed to send registration status at socket {socket}, err: : {error}",
         ),
         FailureMode(
             "F10",
             "service connection never established, ResourceSlices wiped",
             "make PluginInfo.endpoint a path that exists and serves gRPC on the host within 30 s of registration",
+            '"NodeWatchResources RPC call failed" err="rpc error: code = Unavailable desc = connection error: desc = '
+            '\\"transport: Error while dialing: dial unix {endpoint}: connect: {error}\\""',
         ),
         FailureMode(
             "F11",
@@ -154,14 +177,15 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     for mode_id, pattern in (
         ("F2", r"dial failed at socket"),
         ("F3", r"failed to get plugin info using RPC GetInfo"),
-        ("F4", r"no handler registered for plugin type"),
+        ("F4", r"no handler registered for plugin type|validation failed for CSI Driver .*\.DRAPlugin"),
         ("F5", r"empty list of supported gRPC services"),
         ("F6", r"none of services supported by the plugin"),
         ("F7", r"already registered for DRA driver plugin"),
         ("F8", r"create gRPC connection to DRA driver"),
         ("F9", r"failed to send registration status at socket"),
         ("F12", r"DRA driver \S* is not registered"),
-        ("F13", r"WatchResources"),
+        ("F10", r"NodeWatchResources RPC call failed.*Error while dialing"),
+        ("F13", r"WatchResources.*Unimplemented"),
         ("F16", r"returned result for unknown claim UID"),
         ("F17", r"NodePrepareResources skipped \d+ ResourceClaims"),
         ("F18", r"get resource claims: "),

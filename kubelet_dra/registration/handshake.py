@@ -23,6 +23,7 @@ from kubelet_dra.api import pluginregistration_pb2 as registration_pb2
 from kubelet_dra.api.calls import CallRecord, CallRecorder, message_json, next_request_id
 from kubelet_dra.api.goformat import go_rpc_error
 from kubelet_dra.api.services import REGISTRATION
+from kubelet_dra.gotext import go_quote, go_quote_list
 from kubelet_dra.log import Logger
 from kubelet_dra.registration.diagnosis import Diagnosis, classify, diagnose
 from kubelet_dra.registration.handler import PluginHandler
@@ -77,6 +78,20 @@ async def why_dial_failed(socket_path: str) -> str:
     return "the socket accepts connections but no gRPC server answered in time"
 
 
+def _wrong_type_error(info: registration_pb2.PluginInfo, endpoint: str, versions: list[str], path: str) -> str:
+    """The real kubelet's refusal of a plugin type other than DRAPlugin: a CSIPlugin goes to its CSI handler, which
+    finds no CSI version it can parse among DRA service names (seen on kubelet 1.36.2); any other type has no
+    handler at all."""
+    if info.type != "CSIPlugin" or not versions:
+        return f"no handler registered for plugin type: {info.type} at socket {path}"
+    return (
+        f"plugin validation failed with err: validation failed for CSI Driver {info.name} at endpoint {endpoint}:"
+        f" kubernetes.io/csi: ValidatePlugin for CSI driver {go_quote(info.name)} failed. None of the versions"
+        f" specified {go_quote_list(versions)} are supported. err=could not find a highest supported version from"
+        f" versions ([{' '.join(versions)}]) reported: illegal version string {go_quote(versions[0])}"
+    )
+
+
 def _with_rpc_error(message: str, rpc_error: str | None) -> str:
     """The kubelet's notify result: the message, followed by the notify call's own error if it failed."""
     return message if rpc_error is None else f"{message}: {rpc_error}"
@@ -105,12 +120,12 @@ class Handshake:
         async with self._dial(path) as stub:
             info = await self._get_info(stub, path)
             handler = self._handlers.get(info.type)
-            if handler is None:
-                message = f"{PREFIX}no handler registered for plugin type: {info.type} at socket {path}"
-                cause = f"GetInfo returned type {info.type!r}; the only DRA plugin type is 'DRAPlugin'"
-                await self._reject(stub, path, message, "F4", cause)
             endpoint = info.endpoint or path
             versions = list(info.supported_versions)
+            if handler is None:
+                message = f"{PREFIX}{_wrong_type_error(info, endpoint, versions, path)}"
+                cause = f"GetInfo returned type {info.type!r}; the only DRA plugin type is 'DRAPlugin'"
+                await self._reject(stub, path, message, "F4", cause)
             try:
                 handler.validate_plugin(info.name, endpoint, versions)
             except Exception as err:  # a handler rejects with any exception; its text is the kubelet's

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 from helpers import eventually, kubelet_dra
 from nodeenv import NodeEnv
@@ -103,3 +104,12 @@ async def test_explain_reads_a_log_from_stdin_and_skips_what_it_does_not_know() 
     assert code == 0
     assert [(item["line"], item["mode"]) for item in json.loads(out)] == [(2, "F13"), (3, "F15")]
     assert await kubelet_dra("explain", stdin="nothing to see\n") == (1, "No known kubelet DRA message found.\n", "")
+
+
+async def test_explain_reads_the_real_kubelets_registration_failures() -> None:
+    """The lines kubelet 1.36.2 logged while the reference driver failed registration knob by knob."""
+    log = Path(__file__).parents[1] / "fixtures" / "kubelet-1.36" / "registration-failures.log"
+    code, out, _ = await kubelet_dra("--output", "json", "explain", "--file", str(log))
+    assert code == 0
+    modes = [item["mode"] for item in json.loads(out)]
+    assert modes == ["F3", "F3", "F4", "F5", "F6", "F6", "F9", "F2", "F10", "F10", "F13", "F10"]

@@ -94,9 +94,13 @@ async def test_a_rejected_driver_is_explained_next_to_a_registered_one(
 
         (problem,) = report.problems()
         assert (problem.subject, problem.mode) == (str(bad.registration_socket), "F4")
+        # the real kubelet 1.36.2 hands a CSIPlugin to its CSI handler, which cannot parse DRA service names
         assert problem.message == (
-            "RegisterPlugin error -- no handler registered for plugin type: CSIPlugin"
-            f" at socket {bad.registration_socket}"
+            "RegisterPlugin error -- plugin validation failed with err: validation failed for CSI Driver"
+            f" nic.example.com at endpoint {bad.service_socket}: kubernetes.io/csi: ValidatePlugin for CSI driver"
+            ' "nic.example.com" failed. None of the versions specified ["v1.DRAPlugin" "v1beta1.DRAPlugin"] are'
+            " supported. err=could not find a highest supported version from versions ([v1.DRAPlugin"
+            ' v1beta1.DRAPlugin]) reported: illegal version string "v1.DRAPlugin"'
         )
         assert problem.fix == 'set PluginInfo.type to exactly "DRAPlugin"'
         texts = [event.text for event in report.events]
@@ -151,6 +155,11 @@ async def test_a_service_connection_that_never_comes_up_shows_the_wipe_coming(
     assert mode == "F10"
     assert text.startswith("registered, but its service connection is ")
     assert text.endswith("its ResourceSlices are wiped in 30 s")
+    (problem,) = [p for p in report.problems() if p.subject == subject]
+    assert problem.message == (  # what the real kubelet 1.36.2 logs for it at once, 30 s before the wipe
+        '"NodeWatchResources RPC call failed" err="rpc error: code = Unavailable desc = connection error: desc ='
+        f' \\"transport: Error while dialing: dial unix {tmp}/nowhere/dra.sock: connect: no such file or directory\\""'
+    )
 
 
 async def test_driver_names_the_cluster_uses_but_nobody_registered(

@@ -92,7 +92,7 @@ async def get_info_type(ctx: CheckContext) -> None:
     info = await _info(ctx)
     ctx.expect(
         info.type == PluginType.DRA.value,
-        f"GetInfo type is {info.type!r}; the kubelet has no handler for it (it must be exactly 'DRAPlugin')",
+        f"GetInfo type is {info.type!r}; the kubelet's DRA handler never sees it (it must be exactly 'DRAPlugin')",
     )
 
 
