@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kubelet_dra.driver.knobs import KNOBS, VERSION_CHOICES
@@ -92,6 +93,11 @@ def exactly_one(properties: dict[str, Any], choices: tuple[str, ...], common: di
     schema = obj({**common, **properties})
     schema["oneOf"] = [{"required": [choice]} for choice in choices]
     return schema
+
+
+def chosen(instance: Mapping[str, Any], choices: Iterable[str]) -> str:
+    """The one key of ``choices`` that an ``exactly_one`` object which passed the schema holds."""
+    return next(key for key in choices if key in instance)
 
 
 NO_ARGUMENTS = {"type": ["null", "object"], "additionalProperties": False, "properties": {}}
