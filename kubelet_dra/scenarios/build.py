@@ -25,6 +25,7 @@ from kubelet_dra.scenarios.model import (
     seconds,
 )
 from kubelet_dra.scenarios.positions import Positions
+from kubelet_dra.scenarios.schemabuilders import chosen
 from kubelet_dra.scenarios.validate import Path as FieldPath
 
 
@@ -85,7 +86,7 @@ def _driver(driver: dict[str, Any]) -> DriverDef:
 
 
 def _step(step: dict[str, Any], index: int, timing: Timing, positions: Positions, path: FieldPath) -> Step:
-    action = schema.chosen(step, schema.ACTIONS)
+    action = chosen(step, schema.ACTIONS)
     args = step[action]
     conditions: tuple[Condition, ...] = ()
     if action in ("wait", "expect"):
@@ -111,7 +112,7 @@ def _step(step: dict[str, Any], index: int, timing: Timing, positions: Positions
 
 
 def _condition(condition: dict[str, Any], index: int, timing: Timing, where: Position) -> Condition:
-    kind = schema.chosen(condition, schema.CONDITIONS)
+    kind = chosen(condition, schema.CONDITIONS)
     args = condition[kind]
     return Condition(
         kind=kind,

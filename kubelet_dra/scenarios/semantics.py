@@ -16,6 +16,7 @@ from kubelet_dra.driver.knobs import BY_NAME, written
 from kubelet_dra.errors import UsageError
 from kubelet_dra.release import RELEASES
 from kubelet_dra.scenarios import schema
+from kubelet_dra.scenarios.schemabuilders import chosen
 from kubelet_dra.scenarios.validate import Path as FieldPath
 from kubelet_dra.testbed import PLACEHOLDERS
 
@@ -46,7 +47,7 @@ def problems(document: dict[str, Any]) -> Problems:
     embedded = "kubeconfig" not in node
     for index, step in enumerate(document.get("steps") or []):
         yield from _step_problems(step, ("steps", index), drivers)
-        if not embedded and schema.chosen(step, schema.ACTIONS) in APISERVER_ACTIONS:
+        if not embedded and chosen(step, schema.ACTIONS) in APISERVER_ACTIONS:
             yield ("steps", index), "with node.kubeconfig the API server is a real cluster's: it cannot be stopped"
 
 
@@ -80,7 +81,7 @@ def _knob_problems(knob: str, value: Any, path: FieldPath) -> Problems:
 
 
 def _step_problems(step: dict[str, Any], path: FieldPath, drivers: Mapping[str, dict[str, Any]]) -> Problems:
-    action = schema.chosen(step, schema.ACTIONS)
+    action = chosen(step, schema.ACTIONS)
     args = step[action]
     if action in DRIVER_ACTIONS:
         yield from _driver_problems(args, (*path, action), drivers, controllable=True)
@@ -118,7 +119,7 @@ def _driver_problems(
 
 
 def _condition_problems(condition: dict[str, Any], path: FieldPath, drivers: Mapping[str, dict[str, Any]]) -> Problems:
-    kind = schema.chosen(condition, schema.CONDITIONS)
+    kind = chosen(condition, schema.CONDITIONS)
     args = condition[kind]
     where = (*path, kind)
     if "driver" in args:
