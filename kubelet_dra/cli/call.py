@@ -20,7 +20,7 @@ from google.protobuf.message import Message
 
 from kubelet_dra.cli import output
 from kubelet_dra.cli.command import Command
-from kubelet_dra.debug import handcall
+from kubelet_dra.debug import callrequest, handcall
 from kubelet_dra.debug.handcall import CallOptions, HandCall
 from kubelet_dra.errors import ConfigError, UsageError
 from kubelet_dra.kube.client import KubeClient
@@ -43,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("socket", help="a driver's registration socket (…-reg.sock) or its DRA service socket")
     parser.add_argument(
         "method",
-        help=f"one of {', '.join(handcall.METHODS)} (or {', '.join(handcall.KNOWN)})",
+        help=f"one of {', '.join(callrequest.METHODS)} (or {', '.join(callrequest.KNOWN)})",
     )
     parser.add_argument(
         "--claim",
@@ -107,8 +107,8 @@ async def _request(method: str, args: argparse.Namespace) -> Message:
         raise UsageError("--data and --claim both give the request", fix="use one of them")
     if args.data is not None:
         text, where = _data(args.data)
-        return handcall.request_from_json(method, text, where)
-    if method in (handcall.PREPARE, handcall.UNPREPARE):
+        return callrequest.request_from_json(method, text, where)
+    if method in (callrequest.PREPARE, callrequest.UNPREPARE):
         if not args.claim:
             raise UsageError(f"{method} needs claims", fix="add --claim NS/NAME[/UID] (repeatable) or --data JSON")
         clients: list[KubeClient] = []
@@ -119,15 +119,15 @@ async def _request(method: str, args: argparse.Namespace) -> Message:
             return clients[0]
 
         try:
-            return await handcall.claims_request(method, args.claim, kube)
+            return await callrequest.claims_request(method, args.claim, kube)
         finally:
             for client in clients:
                 client.close()
     if args.claim:
         raise UsageError(f"--claim is for prepare and unprepare, not {method}", fix="drop --claim")
-    if method == handcall.NOTIFY:
-        return handcall.request_from_json(method, '{"plugin_registered": true}', "default")
-    return handcall.request_class(method)()
+    if method == callrequest.NOTIFY:
+        return callrequest.request_from_json(method, '{"plugin_registered": true}', "default")
+    return callrequest.request_class(method)()
 
 
 def _print_message(message: dict[str, Any]) -> None:
@@ -174,7 +174,9 @@ def render(result: HandCall) -> None:
     if result.error:
         say(f"  error: {result.error}", markup=False)
     elif last is not None and not last.streaming:
-        claim_lines = _claim_lines(last.response) if result.method in (handcall.PREPARE, handcall.UNPREPARE) else []
+        claim_lines = (
+            _claim_lines(last.response) if result.method in (callrequest.PREPARE, callrequest.UNPREPARE) else []
+        )
         for line in claim_lines or json.dumps(last.response, indent=2, sort_keys=True).splitlines():
             say(line if claim_lines else f"  {line}", markup=False)
     for note in result.notes:
@@ -186,7 +188,7 @@ def render(result: HandCall) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    method = handcall.method_name(args.method)
+    method = callrequest.method_name(args.method)
     for flag in ("timeout", "watch_for", "latency_warning"):
         value = getattr(args, flag)
         if value is not None and value <= 0:
@@ -199,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
         )
     options = CallOptions(args.timeout, args.service, args.watch_for, args.latency_warning)
     streaming = args.output != "json"
-    if streaming and method == handcall.WATCH:
+    if streaming and method == callrequest.WATCH:
         output.console().print(f"following the health stream of {args.socket} for {args.watch_for:g} s", markup=False)
     result = asyncio.run(_run(args, method, options, streaming))
     if args.output == "json":

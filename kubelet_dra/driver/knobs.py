@@ -132,7 +132,8 @@ def lookup(name: str) -> Knob:
         raise UsageError(f"unknown fault knob {name!r}", fix=f"use one of {', '.join(BY_NAME)}") from None
 
 
-def _written(value: Any) -> str:
+def written(value: Any) -> str:
+    """A knob value from YAML or JSON as its flag takes it (``true``, ``2.5``, text)."""
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
@@ -170,7 +171,7 @@ class Faults:
 
     def set(self, values: dict[str, Any]) -> None:
         """Set knobs from their written form (``"2s"``, ``"true"``; JSON scalars are written out first)."""
-        parsed = {lookup(name).name: lookup(name).parse(_written(value)) for name, value in values.items()}
+        parsed = {lookup(name).name: lookup(name).parse(written(value)) for name, value in values.items()}
         self._values.update(parsed)
         self._notify(set(parsed))
 

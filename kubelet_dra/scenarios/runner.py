@@ -15,12 +15,12 @@ from collections.abc import Callable, Mapping
 import attrs
 
 from kubelet_dra import junit
+from kubelet_dra.driver.knobs import lookup
 from kubelet_dra.errors import KubeletDRAError, UsageError
 from kubelet_dra.kube.client import KubeApiError
 from kubelet_dra.log import get_logger
 from kubelet_dra.scenarios.context import Context
 from kubelet_dra.scenarios.expectations import evaluate
-from kubelet_dra.scenarios.loader import KNOB_BY_NAME
 from kubelet_dra.scenarios.model import Scenario, Step
 from kubelet_dra.scenarios.steps import ACTIONS
 from kubelet_dra.testbed import Testbed, TestbedOptions, objects
@@ -95,9 +95,7 @@ def check_faults(scenario: Scenario, faults: Mapping[str, Mapping[str, str]]) ->
                 fix=f"use one of: {', '.join(references) or 'none (no reference driver)'}",
             )
         for knob, value in knobs.items():
-            if knob not in KNOB_BY_NAME:
-                raise UsageError(f"unknown fault knob {knob!r}", fix=f"use one of {', '.join(KNOB_BY_NAME)}")
-            KNOB_BY_NAME[knob].parse(value)
+            lookup(knob).parse(value)
 
 
 async def replay(scenario: Scenario, options: ReplayOptions | None = None) -> ScenarioResult:

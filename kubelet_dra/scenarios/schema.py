@@ -15,6 +15,7 @@ from typing import Any
 
 from kubelet_dra.driver.knobs import KNOBS, VERSION_CHOICES
 from kubelet_dra.release import RELEASES
+from kubelet_dra.scenarios.schemabuilders import array, boolean, enum, exactly_one, integer, obj, ref, string
 from kubelet_dra.testbed.objects import KINDS
 
 API_VERSION = "kubelet-dra.dev/v1alpha1"
@@ -46,52 +47,6 @@ GRPC_STATUSES = (
     "DATA_LOSS",
     "UNAUTHENTICATED",
 )
-
-
-def obj(properties: dict[str, Any], *, required: tuple[str, ...] = (), description: str = "") -> dict[str, Any]:
-    """A closed object: unknown fields are errors."""
-    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
-    if required:
-        schema["required"] = list(required)
-    if description:
-        schema["description"] = description
-    return schema
-
-
-def string(description: str = "", **extra: Any) -> dict[str, Any]:
-    return {"type": "string", **({"description": description} if description else {}), **extra}
-
-
-def enum(values: tuple[str, ...], description: str = "") -> dict[str, Any]:
-    return string(description, enum=list(values))
-
-
-def boolean(description: str = "") -> dict[str, Any]:
-    return {"type": "boolean", **({"description": description} if description else {})}
-
-
-def integer(description: str = "", minimum: int = 0) -> dict[str, Any]:
-    return {"type": "integer", "minimum": minimum, **({"description": description} if description else {})}
-
-
-def array(items: dict[str, Any], description: str = "", min_items: int = 0) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "array", "items": items}
-    if min_items:
-        schema["minItems"] = min_items
-    if description:
-        schema["description"] = description
-    return schema
-
-
-def ref(name: str) -> dict[str, Any]:
-    return {"$ref": f"#/$defs/{name}"}
-
-
-def exactly_one(properties: dict[str, Any], choices: tuple[str, ...], common: dict[str, Any]) -> dict[str, Any]:
-    """An object with exactly one of ``choices`` as a key, plus the ``common`` fields."""
-    schema = obj({**common, **properties})
-    schema["oneOf"] = [{"required": [choice]} for choice in choices]
-    return schema
 
 
 NO_ARGUMENTS = {"type": ["null", "object"], "additionalProperties": False, "properties": {}}

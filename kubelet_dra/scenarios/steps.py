@@ -12,10 +12,10 @@ from typing import Any
 
 import attrs
 
+from kubelet_dra.driver.knobs import written
 from kubelet_dra.errors import StateError
 from kubelet_dra.release import RELEASES
 from kubelet_dra.scenarios.context import Context
-from kubelet_dra.scenarios.loader import knob_text
 from kubelet_dra.scenarios.model import seconds
 from kubelet_dra.testbed import manifests, objects
 from kubelet_dra.testbed.objects import DEFAULT_NAMESPACE
@@ -170,7 +170,7 @@ async def fault(ctx: Context, args: dict[str, Any]) -> str:
     if "clear" in args:
         knobs = await process.clear_faults(*args["clear"])
     if "set" in args:
-        knobs = await process.set_faults({knob: knob_text(value) for knob, value in args["set"].items()})
+        knobs = await process.set_faults({knob: written(value) for knob, value in args["set"].items()})
     return "knobs " + (", ".join(f"{knob}={value}" for knob, value in knobs.items()) or "none")
 
 
