@@ -26,7 +26,7 @@ from kubelet_dra.log import Logger
 from kubelet_dra.plugins import CallRecord
 from kubelet_dra.plugins.manager import target_error
 from kubelet_dra.plugins.rawcall import call_once
-from kubelet_dra.registration.handshake import DEFAULT_TIMEOUTS
+from kubelet_dra.registration.handshake import DEFAULT_TIMEOUTS, wrong_type_error
 from kubelet_dra.release import DEFAULT_RELEASE
 
 
@@ -52,7 +52,8 @@ class Route:
 def kubelet_choice(socket: str, info: registration_pb2.PluginInfo) -> tuple[Service | None, str]:
     """(the DRA service the kubelet would call for this GetInfo answer, or ``None`` and why it rejects it)."""
     if info.type != PluginType.DRA:
-        return None, f"no handler registered for plugin type: {info.type} (it must be exactly {PluginType.DRA.value!r})"
+        refusal = wrong_type_error(info, info.endpoint or socket, list(info.supported_versions), socket)
+        return None, f"{refusal} (the type must be exactly {PluginType.DRA.value!r})"
     endpoint = info.endpoint or socket
     try:
         service = negotiate(info.supported_versions)

@@ -78,7 +78,7 @@ async def why_dial_failed(socket_path: str) -> str:
     return "the socket accepts connections but no gRPC server answered in time"
 
 
-def _wrong_type_error(info: registration_pb2.PluginInfo, endpoint: str, versions: list[str], path: str) -> str:
+def wrong_type_error(info: registration_pb2.PluginInfo, endpoint: str, versions: list[str], path: str) -> str:
     """The real kubelet's refusal of a plugin type other than DRAPlugin: a CSIPlugin goes to its CSI handler, which
     finds no CSI version it can parse among DRA service names (seen on kubelet 1.36.2); any other type has no
     handler at all."""
@@ -123,7 +123,7 @@ class Handshake:
             endpoint = info.endpoint or path
             versions = list(info.supported_versions)
             if handler is None:
-                message = f"{PREFIX}{_wrong_type_error(info, endpoint, versions, path)}"
+                message = f"{PREFIX}{wrong_type_error(info, endpoint, versions, path)}"
                 cause = f"GetInfo returned type {info.type!r}; the only DRA plugin type is 'DRAPlugin'"
                 await self._reject(stub, path, message, "F4", cause)
             try:

@@ -76,10 +76,12 @@ async def test_per_claim_errors_and_a_slow_driver_are_judged_like_the_kubelet(en
 
     code, out, _ = await kubelet_dra("call", registration, "info")
     assert code == 1, out
-    assert "✗ no handler registered for plugin type: CSIPlugin (it must be exactly 'DRAPlugin')" in out
+    # a CSIPlugin goes to the real kubelet's CSI handler, which cannot parse a DRA service name as a CSI version
+    assert "✗ plugin validation failed with err: validation failed for CSI Driver" in out
+    assert "(the type must be exactly 'DRAPlugin')" in out
     code, out, _ = await kubelet_dra("call", registration, "prepare", "--claim", f"{NAMESPACE}/{name}/{uid}")
     assert code == 1, out
-    assert "✗ the kubelet rejects this driver, so it never makes the call: no handler registered" in out
+    assert "✗ the kubelet rejects this driver, so it never makes the call: plugin validation failed" in out
     await driver.fault("clear", "getinfo-type")
 
     code, out, _ = await kubelet_dra("call", registration, "prepare", "--claim", f"{NAMESPACE}/{name}/{uid}")
