@@ -1,9 +1,9 @@
 """An asyncio face on the official (synchronous) ``kubernetes`` client.
 
 Requests go through the client's own authentication, TLS and proxy handling, each in a worker
-thread (``asyncio.to_thread``), so event-loop code never blocks on the network. GETs, the hot path
-of a pod's preparation, take a connection the event loop keeps alive instead (``keepalive``), set
-up from the same configuration, with the same answers and errors.
+thread (``asyncio.to_thread``), so event-loop code never blocks on the network. ``get``, for the
+hot path of a pod's preparation (its claim reads), takes a connection the event loop keeps alive
+instead (``keepalive``), set up from the same configuration, with the same answers and errors.
 Objects travel as plain JSON dicts: they are wire documents, and keeping them untyped lets one
 code path read any API version, fields the client library does not know included.
 """
@@ -126,14 +126,15 @@ class KubeClient:
         content_type: str = "application/json",
     ) -> dict[str, Any]:
         """Send one request and return the decoded JSON answer; any non-2xx answer raises ``KubeApiError``."""
-        if method == "GET" and body is None and self._reader is not None:
-            return await self._get(path, query or {})
         return await asyncio.to_thread(self._request, method, path, query or {}, body, content_type)
 
-    async def _get(self, path: str, query: dict[str, str]) -> dict[str, Any]:
-        assert self._reader is not None
+    async def get(self, path: str, query: dict[str, str] | None = None) -> dict[str, Any]:
+        """``request("GET", ...)`` over the connection the event loop keeps alive: for the hot path (a pod's
+        claim reads), where the hop to a worker thread costs more than the answer; same answers and errors."""
+        if self._reader is None:
+            return await self.request("GET", path, query=query)
         try:
-            status, reason, data = await self._reader.get(path, query)
+            status, reason, data = await self._reader.get(path, query or {})
         except keepalive.KeepAliveError as err:
             raise KubeApiError(0, "", f"cannot reach the API server at {self.host}: {err.what}", where=path) from err
         if not 200 <= status <= 299:

@@ -13,6 +13,7 @@ official client honours it. A configuration with a proxy keeps the official clie
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import ssl
 from typing import Any
@@ -24,6 +25,7 @@ from kubernetes.client import Configuration
 from kubelet_dra.errors import KubeletDRAError
 
 USER_AGENT = "kubelet-dra"
+DEFAULT_CONNECTIONS = 10
 
 
 class KeepAliveError(KubeletDRAError):
@@ -40,12 +42,23 @@ def ssl_context(configuration: Configuration) -> ssl.SSLContext | bool:
     at all when it turns verification off (``insecure-skip-tls-verify``)."""
     if urlsplit(str(configuration.host)).scheme != "https":
         return False
-    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert or None)
-    if not configuration.verify_ssl:
+    return _context(
+        configuration.ssl_ca_cert or None,
+        bool(configuration.verify_ssl),
+        configuration.cert_file or None,
+        configuration.key_file or None,
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _context(ca_file: str | None, verify: bool, cert_file: str | None, key_file: str | None) -> ssl.SSLContext:
+    """One context per set of TLS files: the nodes of one process share a CA store instead of loading one each."""
+    context = ssl.create_default_context(cafile=ca_file)
+    if not verify:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
-    if configuration.cert_file:
-        context.load_cert_chain(configuration.cert_file, configuration.key_file or None)
+    if cert_file:
+        context.load_cert_chain(cert_file, key_file)
     return context
 
 
@@ -61,6 +74,7 @@ class KeepAliveReader:
         self._ssl = ssl_context(configuration)
         self._server_name = configuration.tls_server_name or None
         self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._connections = int(configuration.connection_pool_maxsize or DEFAULT_CONNECTIONS)
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._fixed_headers: dict[str, str] | None = None
@@ -92,7 +106,8 @@ class KeepAliveReader:
         loop = asyncio.get_running_loop()
         if self._session is None or self._loop is not loop or self._session.closed:
             self.close()
-            connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=60.0)
+            # As many connections as the official client's pool keeps (``connection_pool_maxsize``).
+            connector = aiohttp.TCPConnector(limit=self._connections, keepalive_timeout=60.0)
             self._session = aiohttp.ClientSession(
                 connector=connector, timeout=self._timeout, headers={"User-Agent": USER_AGENT}
             )

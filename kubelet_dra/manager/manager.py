@@ -222,7 +222,7 @@ class DRAManager:
         log.v(3).info("Processing resource", podClaim=pod_claim.pod_claim_name)
         path = api_path("resource.k8s.io", "v1", "resourceclaims", namespace=namespace, name=pod_claim.claim_name)
         try:
-            claim = await self._kube.request("GET", path)
+            claim = await self._kube.get(path)
         except KubeApiError as err:
             raise ClaimError(f"fetch ResourceClaim {pod_claim.claim_name}: {err.message}") from err
         if pod_claim.check_owner:

@@ -44,10 +44,10 @@ async def test_a_get_answers_as_the_official_client_does(apiserver: ServerThread
     client = KubeClient.from_kubeconfig(str(apiserver.kubeconfig))
     try:
         path = api_path("", "v1", "namespaces", name="default")
-        fast, slow = await client.request("GET", path), await asyncio.to_thread(official, client, path)
+        fast, slow = await client.get(path), await asyncio.to_thread(official, client, path)
         assert fast == slow
         assert fast["metadata"]["name"] == "default"
-        listed = await client.request("GET", NAMESPACES, query={"labelSelector": "kubernetes.io/metadata.name=default"})
+        listed = await client.get(NAMESPACES, query={"labelSelector": "kubernetes.io/metadata.name=default"})
         assert [item["metadata"]["name"] for item in listed["items"]] == ["default"]
     finally:
         client.close()
@@ -70,7 +70,7 @@ async def test_a_wrong_token_is_the_servers_401(apiserver: ServerThread, tmp_pat
     client = KubeClient.from_kubeconfig(str(kubeconfig(apiserver, tmp_path / "kc", user__token="not-a-token")))
     try:
         with pytest.raises(KubeApiError) as caught:
-            await client.request("GET", NAMESPACES)
+            await client.get(NAMESPACES)
         assert caught.value.code == 401
         assert caught.value.reason == "Unauthorized"
     finally:
@@ -84,10 +84,10 @@ async def test_a_token_file_is_read_again_for_every_request(apiserver: ServerThr
     client = KubeClient.from_kubeconfig(str(path))
     try:
         with pytest.raises(KubeApiError) as caught:
-            await client.request("GET", NAMESPACES)
+            await client.get(NAMESPACES)
         assert caught.value.code == 401
         token_file.write_text(f"{apiserver.server.admin_token}\n")  # rotated, as a kubelet rotates a pod's token
-        assert (await client.request("GET", NAMESPACES))["kind"] == "NamespaceList"
+        assert (await client.get(NAMESPACES))["kind"] == "NamespaceList"
     finally:
         client.close()
 
@@ -100,7 +100,7 @@ async def test_a_server_outside_the_ca_is_refused(apiserver: ServerThread, tmp_p
     )
     try:
         with pytest.raises(KubeApiError) as caught:
-            await client.request("GET", NAMESPACES)
+            await client.get(NAMESPACES)
         assert caught.value.code == 0
         assert f"cannot reach the API server at {apiserver.url}" in caught.value.message
         assert "certificate verify failed" in caught.value.message
@@ -114,7 +114,7 @@ async def test_insecure_skip_tls_verify_is_honoured(apiserver: ServerThread, tmp
     )
     client = KubeClient.from_kubeconfig(str(path))
     try:
-        assert (await client.request("GET", NAMESPACES))["kind"] == "NamespaceList"
+        assert (await client.get(NAMESPACES))["kind"] == "NamespaceList"
     finally:
         client.close()
 
@@ -124,14 +124,14 @@ def test_a_client_used_from_two_event_loops_answers_in_each(apiserver: ServerThr
     answers: list[str] = []
 
     def in_a_loop_of_its_own() -> None:
-        answers.append(asyncio.run(client.request("GET", NAMESPACES))["kind"])
+        answers.append(asyncio.run(client.get(NAMESPACES))["kind"])
 
     try:
-        answers.append(asyncio.run(client.request("GET", NAMESPACES))["kind"])
+        answers.append(asyncio.run(client.get(NAMESPACES))["kind"])
         thread = threading.Thread(target=in_a_loop_of_its_own)
         thread.start()
         thread.join(30)
-        answers.append(asyncio.run(client.request("GET", NAMESPACES))["kind"])
+        answers.append(asyncio.run(client.get(NAMESPACES))["kind"])
     finally:
         client.close()
     assert answers == ["NamespaceList"] * 3
@@ -148,3 +148,16 @@ def test_only_expiring_credentials_keep_the_librarys_refresh(apiserver: ServerTh
     command = {"apiVersion": "client.authentication.k8s.io/v1", "command": str(script), "interactiveMode": "Never"}
     exec_user = kubeconfig(apiserver, tmp_path / "kc", user__token=None, user__exec=command)
     assert load_configuration(str(exec_user)).refresh_api_key_hook is not None
+
+
+async def test_an_unreachable_server_is_an_api_error_with_code_zero(apiserver: ServerThread, tmp_path: Path) -> None:
+    client = KubeClient.from_kubeconfig(
+        str(kubeconfig(apiserver, tmp_path / "kc", cluster__server="https://127.0.0.1:1"))
+    )
+    try:
+        with pytest.raises(KubeApiError) as caught:
+            await client.get(NAMESPACES)
+        assert caught.value.code == 0
+        assert caught.value.message.startswith("cannot reach the API server at https://127.0.0.1:1: ")
+    finally:
+        client.close()
