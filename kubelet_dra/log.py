@@ -64,19 +64,22 @@ class KeyValueFormatter(logging.Formatter):
 class Logger:
     """A component logger with fixed context values and an optional verbosity gate."""
 
-    def __init__(self, name: str, values: dict[str, Any] | None = None, level: int = 0) -> None:
-        self._logger = logging.getLogger(f"{_ROOT}.{name}")
+    def __init__(
+        self, name: str, values: dict[str, Any] | None = None, level: int = 0, *, logger: logging.Logger | None = None
+    ) -> None:
+        self._logger = logger or logging.getLogger(f"{_ROOT}.{name}")
         self._name = name
         self._values = dict(values or {})
         self._level = level
 
     def with_values(self, **values: Any) -> Logger:
         """A logger that adds ``values`` to every line (the way klog's WithValues does)."""
-        return Logger(self._name, {**self._values, **values}, self._level)
+        return Logger(self._name, {**self._values, **values}, self._level, logger=self._logger)
 
     def v(self, level: int) -> Logger:
-        """A logger whose info lines appear only at ``-v level`` or more."""
-        return Logger(self._name, self._values, level)
+        """A logger whose info lines appear only at ``-v level`` or more (derived loggers share the component's
+        ``logging.Logger``: no lookup under logging's lock on the hot path)."""
+        return Logger(self._name, self._values, level, logger=self._logger)
 
     @property
     def enabled(self) -> bool:

@@ -26,7 +26,7 @@ from kubelet_dra.debug.callrequest import GET_INFO, NOTIFY, PREPARE, UNPREPARE, 
 from kubelet_dra.debug.callroute import kubelet_choice, route
 from kubelet_dra.log import Logger
 from kubelet_dra.manager import ClaimError
-from kubelet_dra.manager.manager import claim_results
+from kubelet_dra.manager.plugin import claim_results
 from kubelet_dra.metrics import DRAMetrics
 from kubelet_dra.plugins import DEFAULT_CALL_TIMEOUT, CallRecord, CallRecorder, DRAClient
 from kubelet_dra.plugins.rawcall import call_once

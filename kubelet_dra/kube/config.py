@@ -97,17 +97,27 @@ def _from_file(path: Path) -> Configuration:
         kube_config.load_kube_config(config_file=str(path), client_configuration=configuration, persist_config=False)
     except (ConfigException, KeyError, TypeError, ValueError) as err:
         raise ConfigError(f"kubeconfig unusable: {err}", where=str(path), fix=_FIX) from err
+    if not _user(document).keys() & {"exec", "auth-provider"}:
+        # The library's hook re-applies the whole kubeconfig before every request (a proxy lookup in the
+        # environment included) so that an exec or auth-provider token is renewed when it expires; any
+        # other user's credentials are fixed once loaded, and the hook would only cost each request.
+        configuration.refresh_api_key_hook = None
     if (token_file := _token_file(document, path)) is not None:
         configuration.refresh_api_key_hook = _reader(token_file)
     return configuration
 
 
-def _token_file(document: dict[str, Any], path: Path) -> Path | None:
-    """The ``tokenFile`` of the current context's user (relative to the kubeconfig's dir), if it has one."""
+def _user(document: dict[str, Any]) -> dict[str, Any]:
+    """The current context's user entry (empty when there is none)."""
     contexts = {entry.get("name"): entry.get("context") or {} for entry in document.get("contexts") or []}
     user_name = contexts.get(document.get("current-context"), {}).get("user")
     users = {entry.get("name"): entry.get("user") or {} for entry in document.get("users") or []}
-    token_file = users.get(user_name, {}).get("tokenFile")
+    return dict(users.get(user_name) or {})
+
+
+def _token_file(document: dict[str, Any], path: Path) -> Path | None:
+    """The ``tokenFile`` of the current context's user (relative to the kubeconfig's dir), if it has one."""
+    token_file = _user(document).get("tokenFile")
     return path.parent / token_file if token_file else None
 
 

@@ -1,7 +1,9 @@
 """The kubelet's DRA manager: claims of pods prepared and unprepared through their drivers, with a checkpoint.
 
-``DRAManager`` is the entry point; the claim info cache, claim name resolution and the
-checkpoint file are separate modules with narrow interfaces, like the kubelet's ``cm/dra``.
+``DRAManager`` (``manager``) is the entry point; like the kubelet's ``cm/dra`` (manager / claiminfo /
+state / plugin), the claim info cache (``claiminfo``, written by ``commit``), the checkpoint file
+(``checkpoint``), the driver side (``plugin``), claim name resolution (``claims``) and the devices of
+each container (``containers``) are separate modules with narrow interfaces.
 """
 
 from kubelet_dra.manager.checkpoint import Checkpoint, ClaimInfoState, DeviceState

@@ -22,6 +22,9 @@ from kubelet_dra.manager.commit import GroupCommit
 from kubelet_dra.manager.skips import GATE_DISABLED, OptionalOperations, asks_to_skip, driver_skips, operations
 from kubelet_dra.metrics import ANY_DRIVER
 
+INLINE_ENTRIES = 64
+"""Up to this many entries (a file of a few tens of KB) the checkpoint is written in the event loop (``commit``)."""
+
 
 def claim_key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}"
@@ -158,7 +161,7 @@ class ClaimInfoCache:
         self._checkpoint = checkpoint
         for state in checkpoint.load():
             self.add(ClaimInfo.from_state(state, read_skips=read_skips))
-        self._commit = GroupCommit(self._changes, self._write)
+        self._commit = GroupCommit(self._changes, self._write, inline=lambda: len(self._entries) <= INLINE_ENTRIES)
 
     def get(self, namespace: str, name: str) -> ClaimInfo | None:
         return self._entries.get(claim_key(namespace, name))

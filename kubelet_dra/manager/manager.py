@@ -13,40 +13,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
-
-import grpc
+from typing import Any, Protocol
 
 from kubelet_dra.api import dra_v1_pb2
-from kubelet_dra.api.goformat import go_rpc_error
 from kubelet_dra.errors import ConfigError, KubeletDRAError, StateError
 from kubelet_dra.kube.client import KubeApiError, KubeClient, api_path
 from kubelet_dra.log import Logger, get_logger
 from kubelet_dra.manager.checkpoint import Checkpoint
 from kubelet_dra.manager.claiminfo import ClaimInfo, ClaimInfoCache, device_state
-from kubelet_dra.manager.claims import (
-    ClaimError,
-    PodClaim,
-    check_owner,
-    check_reserved,
-    extended_claim_name,
-    pod_claims,
-    pod_key,
-    spec_claims,
-)
+from kubelet_dra.manager.claims import ClaimError, PodClaim, check_owner, check_reserved, pod_claims, pod_key
+from kubelet_dra.manager.containers import cached, cdi_annotations, cdi_device_ids
+from kubelet_dra.manager.plugin import DriverInstance, PluginStore, call, claim_results, request_claim
 from kubelet_dra.manager.skips import PREPARE_OPERATION, UNPREPARE_OPERATION, OptionalOperations
 from kubelet_dra.metrics import PREPARE, UNPREPARE, DRAMetrics
 from kubelet_dra.release import DEFAULT_RELEASE, KubeletRelease
 
 DEFAULT_RECONCILE_PERIOD = 60.0
-DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
-CDI_ANNOTATION_PREFIX = "cdi.k8s.io/"
-
-_Answer = TypeVar("_Answer")
-_ZERO_QUANTITY = re.compile(r"[+-]?(0+\.?0*|\.0+)([eE][+-]?\d+)?[A-Za-z]*")
 
 
 class PrepareError(Exception):
@@ -55,30 +39,6 @@ class PrepareError(Exception):
 
 class UnprepareError(Exception):
     """``UnprepareResources`` failed for a pod: termination is retried; the text is the kubelet's."""
-
-
-class DriverClient(Protocol):
-    async def node_prepare_resources(
-        self, request: dra_v1_pb2.NodePrepareResourcesRequest
-    ) -> dra_v1_pb2.NodePrepareResourcesResponse: ...
-
-    async def node_unprepare_resources(
-        self, request: dra_v1_pb2.NodeUnprepareResourcesRequest
-    ) -> dra_v1_pb2.NodeUnprepareResourcesResponse: ...
-
-
-class DriverInstance(Protocol):
-    @property
-    def driver_name(self) -> str: ...
-
-    @property
-    def client(self) -> DriverClient: ...
-
-
-class PluginStore(Protocol):
-    def get_plugin(self, driver_name: str) -> DriverInstance:
-        """The instance to call; raises an exception whose text is the kubelet's when there is none."""
-        ...
 
 
 class NodeParts(Protocol):
@@ -189,44 +149,11 @@ class DRAManager:
 
     def get_resources(self, pod: Mapping[str, Any], container_name: str) -> list[str]:
         """The CDI device IDs for one container of a prepared pod, in claim order (CRI ``cdi_devices``)."""
-        return [
-            cdi_id
-            for info, request in self._container_claims(pod, container_name)
-            for cdi_id in info.cdi_device_ids(request)
-        ]
+        return cdi_device_ids(self.cache, pod, container_name)
 
     def cdi_annotations(self, pod: Mapping[str, Any], container_name: str) -> dict[str, str]:
-        """The same devices as the ≤1.30 kubelet also passed them: ``cdi.k8s.io/<driver>_<claimUID>`` annotations.
-
-        Each value lists the driver's CDI IDs for the container, comma-separated; drivers with none get no key.
-        """
-        annotations: dict[str, str] = {}
-        for info, request in self._container_claims(pod, container_name):
-            for driver in info.driver_state:
-                if ids := info.cdi_device_ids(request, driver=driver):
-                    key = f"{CDI_ANNOTATION_PREFIX}{driver}_{info.claim_uid}"
-                    annotations[key] = ",".join(filter(None, (annotations.get(key), *ids)))
-        return annotations
-
-    def _container_claims(self, pod: Mapping[str, Any], container_name: str) -> Iterator[tuple[ClaimInfo, str]]:
-        """Each claim the container uses with the request it names ("" for all), from the pod spec and
-        from the extended-resource request mappings (SPEC.md §5.8)."""
-        container = _container(pod, container_name)
-        namespace = str((pod.get("metadata") or {}).get("namespace", ""))
-        resources = container.get("resources") or {}
-        for pod_claim in spec_claims(pod):
-            for used in resources.get("claims") or []:
-                if used.get("name") == pod_claim.pod_claim_name:
-                    yield self._cached(namespace, pod_claim.claim_name), used.get("request") or ""
-        if extended := extended_claim_name(pod):
-            info = self._cached(namespace, extended)
-            mappings = (pod.get("status") or {}).get("extendedResourceClaimStatus", {}).get("requestMappings") or []
-            for resource, quantity in (resources.get("requests") or {}).items():
-                if _is_zero(str(quantity)) or not is_dra_extended_resource(resource):
-                    continue
-                for mapping in mappings:
-                    if mapping.get("containerName") == container_name and mapping.get("resourceName") == resource:
-                        yield info, mapping.get("requestName") or ""
+        """The same devices as ``cdi.k8s.io/<driver>_<claimUID>`` annotations, as the ≤1.30 kubelet passed them."""
+        return cdi_annotations(self.cache, pod, container_name)
 
     def pod_might_need_unprepare(self, pod_uid: str) -> bool:
         """While this holds, the kubelet reports no terminal phase for the pod (so its deletion waits)."""
@@ -265,9 +192,9 @@ class DRAManager:
                 log.v(5).info("Resources already prepared", claim=entry.key)
                 continue
             sent.append(entry)
-            request_claim = _request_claim(entry)
+            claim_ref = request_claim(entry)
             for instance in instances:
-                batches.setdefault(instance, []).append(request_claim)
+                batches.setdefault(instance, []).append(claim_ref)
             skipped.update(driver for driver in info.driver_state if info.skips(driver, PREPARE_OPERATION))
         if validated:
             await self._sync("checkpoint ResourceClaim cache")
@@ -276,7 +203,7 @@ class DRAManager:
         # Phase C: one call per driver instance; the first problem aborts the pod.
         for instance, claims in batches.items():
             request = dra_v1_pb2.NodePrepareResourcesRequest(claims=claims)
-            response = await _call("NodePrepareResources", instance.client.node_prepare_resources(request))
+            response = await call("NodePrepareResources", instance.client.node_prepare_resources(request))
             for claim, result in claim_results("NodePrepareResources", claims, response.claims):
                 entry = self._cached(claim.namespace, claim.name)
                 entry.set_devices(instance.driver_name, map(device_state, result.devices))
@@ -295,7 +222,7 @@ class DRAManager:
         log.v(3).info("Processing resource", podClaim=pod_claim.pod_claim_name)
         path = api_path("resource.k8s.io", "v1", "resourceclaims", namespace=namespace, name=pod_claim.claim_name)
         try:
-            claim = await self._kube.request("GET", path)
+            claim = await self._kube.get(path)
         except KubeApiError as err:
             raise ClaimError(f"fetch ResourceClaim {pod_claim.claim_name}: {err.message}") from err
         if pod_claim.check_owner:
@@ -323,19 +250,19 @@ class DRAManager:
                 continue
             entry.unpreparing = True
             done.append(entry)
-            request_claim = _request_claim(entry)
+            claim_ref = request_claim(entry)
             for driver in entry.driver_state:
                 if entry.skips(driver, UNPREPARE_OPERATION):
                     skipped.add(driver)
                 else:
-                    batches.setdefault(driver, []).append(request_claim)
+                    batches.setdefault(driver, []).append(claim_ref)
         self._count_skips(UNPREPARE, skipped, log)
 
         try:
             for driver, claims in batches.items():
                 instance = self._plugin(driver)
                 request = dra_v1_pb2.NodeUnprepareResourcesRequest(claims=claims)
-                response = await _call("NodeUnprepareResources", instance.client.node_unprepare_resources(request))
+                response = await call("NodeUnprepareResources", instance.client.node_unprepare_resources(request))
                 list(claim_results("NodeUnprepareResources", claims, response.claims))
         finally:
             for entry in done:
@@ -372,12 +299,7 @@ class DRAManager:
             raise ClaimError(str(err)) from err
 
     def _cached(self, namespace: str, name: str) -> ClaimInfo:
-        info = self.cache.get(namespace, name)
-        if info is None:
-            raise ClaimError(
-                f"internal error: unable to get claim info for ResourceClaim {name} in namespace {namespace}"
-            )
-        return info
+        return cached(self.cache, namespace, name)
 
     async def _sync(self, what: str) -> None:
         try:
@@ -390,51 +312,3 @@ def _optional_operations(release: KubeletRelease, gate: bool) -> OptionalOperati
     if not release.optional_node_operations:
         return OptionalOperations.UNKNOWN
     return OptionalOperations.ENABLED if gate else OptionalOperations.DISABLED
-
-
-def _request_claim(info: ClaimInfo) -> dra_v1_pb2.Claim:
-    return dra_v1_pb2.Claim(namespace=info.namespace, uid=info.claim_uid, name=info.claim_name)
-
-
-async def _call(method: str, call: Awaitable[_Answer]) -> _Answer:
-    try:
-        return await call
-    except grpc.aio.AioRpcError as err:
-        raise ClaimError(f"{method}: {go_rpc_error(err)}") from err
-
-
-def claim_results(
-    method: str, claims: Sequence[dra_v1_pb2.Claim], answers: Mapping[str, _Answer]
-) -> Iterator[tuple[dra_v1_pb2.Claim, _Answer]]:
-    """Each successful answer with its claim; unknown UIDs, per-claim errors and missing answers raise
-    ``ClaimError`` with the words the kubelet fails the pod with."""
-    for uid, answer in answers.items():
-        claim = next((claim for claim in claims if claim.uid == uid), None)
-        if claim is None:
-            raise ClaimError(f"{method} returned result for unknown claim UID {uid}")
-        if error := getattr(answer, "error", ""):
-            raise ClaimError(f"{method} failed for ResourceClaim {claim.name}: {error}")
-        yield claim, answer
-    if skipped := len(claims) - len(answers):
-        raise ClaimError(f"{method} skipped {skipped} ResourceClaims")
-
-
-def _container(pod: Mapping[str, Any], name: str) -> Mapping[str, Any]:
-    spec = pod.get("spec") or {}
-    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
-        if container.get("name") == name:
-            return container
-    raise ClaimError(f"container {name} not found in pod {pod_key(pod)}")
-
-
-def is_dra_extended_resource(name: str) -> bool:
-    """An extended resource name (a domain outside kubernetes.io) or an implicit DeviceClass resource."""
-    if name.startswith(DEVICE_CLASS_PREFIX):
-        return True
-    domain = name.split("/", 1)[0] if "/" in name else ""
-    native = not domain or domain == "kubernetes.io" or domain.endswith(".kubernetes.io")
-    return not native and not name.startswith("requests.")
-
-
-def _is_zero(quantity: str) -> bool:
-    return _ZERO_QUANTITY.fullmatch(quantity.strip()) is not None

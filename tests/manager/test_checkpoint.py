@@ -340,3 +340,13 @@ def test_kept_fragments_join_into_go_s_encoding_of_the_whole_file_whatever_the_t
                 current[key] = state  # a known key keeps its place, as in the file
         assert written == go_marshal_whole(written).encode("utf-8", "surrogatepass")
         assert decode(written, where="test") == list(current.values())
+
+
+def test_a_temp_file_left_by_an_earlier_process_is_neither_reused_nor_in_the_way(tmp_path):
+    leftover = tmp_path / f".dra_manager_state.{os.getpid()}.1"
+    leftover.write_bytes(b"half a checkpoint")
+    checkpoint = Checkpoint(tmp_path)
+    checkpoint.store([ONE_CLAIM])
+    assert Checkpoint(tmp_path).load() == [ONE_CLAIM]
+    assert leftover.read_bytes() == b"half a checkpoint"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [leftover.name, "dra_manager_state"]

@@ -12,7 +12,7 @@ from kubelet_dra.api import dra_v1_pb2
 from kubelet_dra.manager.checkpoint import decode, encode
 from kubelet_dra.manager.claiminfo import ClaimInfo, device_state
 from kubelet_dra.manager.claims import ClaimError
-from kubelet_dra.manager.manager import claim_results
+from kubelet_dra.manager.plugin import claim_results
 
 SENT = [dra_v1_pb2.Claim(namespace="default", uid=f"uid-{index}", name=f"claim-{index}") for index in range(3)]
 STRINGS = (
