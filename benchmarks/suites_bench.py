@@ -25,7 +25,8 @@ from rich.table import Table
 
 from kubelet_dra import log
 from kubelet_dra.conformance.context import SuiteOptions
-from kubelet_dra.conformance.runner import Target, run_suite
+from kubelet_dra.conformance.runner import run_suite
+from kubelet_dra.conformance.target import Target
 from kubelet_dra.scenarios.loader import load
 from kubelet_dra.scenarios.runner import replay
 from kubelet_dra.testbed import REFERENCE_DRIVER
