@@ -46,7 +46,7 @@ PREPARING = _ids(
     "PRE-001 PRE-002 PRE-003 PRE-004 PRE-005 PRE-006 PRE-007 PRE-008 UNP-001 UNP-003 UNP-005 UNP-006 UNP-007 UNP-008"
 )
 """The PRE and UNP checks that need a successful NodePrepareResources call."""
-CDI_PREPARING = _ids("CDI-001 CDI-002 CDI-003 CDI-004 CDI-005 CDI-006")
+CDI_PREPARING = _ids("CDI-001 CDI-002 CDI-003 CDI-004 CDI-005 CDI-006 CDI-007")
 
 
 @attrs.frozen
@@ -92,8 +92,8 @@ BITES = (
     Bite("prepare-fail-claim", "conformance-batch-b", _ids("PRE-003")),
     Bite("prepare-omit-claim", "conformance-batch-b", _ids("PRE-003"), focus=r"^(PRE|UNP)-"),
     Bite("prepare-unknown-key", "true", PREPARING | CDI_PREPARING, focus=r"^(PRE|UNP|CDI)-"),
-    Bite("cdi-unqualified", "true", _ids("CDI-001 CDI-002 CDI-003 CDI-004 CDI-005"), focus=r"^(PRE|CDI)-"),
-    Bite("cdi-skip-write", "true", _ids("CDI-002 CDI-003 CDI-004 CDI-005")),
+    Bite("cdi-unqualified", "true", _ids("CDI-001 CDI-002 CDI-003 CDI-004 CDI-005 CDI-007"), focus=r"^(PRE|CDI)-"),
+    Bite("cdi-skip-write", "true", _ids("CDI-002 CDI-003 CDI-004 CDI-005 CDI-007")),
     Bite(
         "unprepare-error",
         "boom",
