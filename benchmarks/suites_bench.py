@@ -49,7 +49,7 @@ async def conformance(runs: int, console: Console) -> None:
             groups[result.id.partition("-")[0]] += result.seconds
         for group, seconds in groups.items():
             per_group[group].append(seconds)
-        outcome = ", ".join(f"{len(suite.ids(kind))} {kind}" for kind in ("passed", "skipped", "failed"))
+        outcome = ", ".join(f"{len(suite.ids(kind))} {kind}" for kind in ("passed", "skipped", "warning", "failed"))
     table = Table(title=f"kubelet-dra conformance against the reference driver ({runs} run(s): {outcome})")
     for column in ("Part", "Median", "Min", "Max"):
         table.add_column(column, justify="left" if column == "Part" else "right")

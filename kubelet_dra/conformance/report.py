@@ -109,17 +109,17 @@ def table(runs: ReleaseRuns) -> Table:
         grid.add_column(suite.kubelet_version if len(suites) > 1 else "result")
     grid.add_column("s", justify="right")
     grid.add_column("reason", overflow="fold")
-    by_id = [suite.by_id() for suite in suites]
+    releases = [suite.by_id() for suite in suites]  # every run has the same selection of checks
     for result in suites[0].results:
-        row = [runs_result[result.id] for runs_result in by_id if result.id in runs_result]
-        found = next((other for other in row if other.reason), result)
+        row = [release[result.id] for release in releases]
+        first_reason = next((each.reason for each in row if each.reason), "")
         grid.add_row(
             result.id,
             result.check.level,
             result.check.title,
-            *(Text(other.result, style=STYLE[other.result]) for other in row),
-            "/".join(f"{other.seconds:.2f}" for other in row),
-            _first_line(found.reason),
+            *(Text(each.result, style=STYLE[each.result]) for each in row),
+            "/".join(f"{each.seconds:.2f}" for each in row),
+            _first_line(first_reason),
         )
     return grid
 
