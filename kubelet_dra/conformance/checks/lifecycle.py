@@ -11,6 +11,7 @@ driver running and registered, whatever their outcome.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -257,8 +258,21 @@ async def resource_reuse(ctx: CheckContext) -> None:
     count = await ctx.allocatable_at_once()
     ctx.expect(count, f"{ctx.driver_name} published no devices for {ctx.node_name} that can be allocated")
     first = await ctx.wait_prepared(await ctx.run_pod(1, devices=count, running=False))
-    await finish(ctx, [first], await ctx.pod_claims(first))
+    await released(ctx, await ctx.pod_claims(first), [first])
     second = await ctx.wait_prepared(await ctx.run_pod(1, devices=count, running=False))
     claims = await ctx.pod_claims(second)
     ctx.expect(len(claims) == 1, f"the second pod has {len(claims)} claims, not 1")
-    await finish(ctx, [second], claims)
+    await released(ctx, claims, [second])
+
+
+async def released(ctx: CheckContext, claims: list[dict[str, Any]], pods: list[dict[str, Any]]) -> None:
+    """Finish ``pods`` and wait until the control plane deleted their generated ``claims``: the claims hold
+    every device that fits, and the next pod (or check) can have them only once they are gone."""
+
+    async def gone() -> bool:
+        names = [claim["metadata"]["name"] for claim in claims]
+        return all([await objects.get(ctx.bed.kube, "ResourceClaim", name) is None for name in names])
+
+    await finish(ctx, pods, claims)
+    with contextlib.suppress(StateError):  # the control plane's business: the next allocation says what is held
+        await ctx.bed.until(gone, timeout=POD_TIMEOUT, what="the pod's claims deleted")
