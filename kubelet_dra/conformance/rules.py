@@ -28,8 +28,9 @@ GET_INFO_TIMEOUT = Citation(
     "kubelet operationexecutor (SPEC §2.3, §7 F3)",
 )
 PLUGIN_TYPE = Citation(
-    'type must equal "DRAPlugin" exactly; any other type is refused: no handler registered for plugin type.',
-    "kubelet operationexecutor (SPEC §2.3, §7 F4)",
+    'type must equal "DRAPlugin" exactly: the kubelet hands a plugin to the handler of its type, so any other'
+    " type never reaches the DRA handler (a CSIPlugin goes to the CSI handler, an unknown type to none).",
+    "kubelet operationexecutor (SPEC §2.3, §2.4 step 3, §7 F4)",
 )
 PLUGIN_NAME = Citation(
     "Plugin name that uniquely identifies the plugin for the given plugin type.",
