@@ -45,7 +45,7 @@ async def test_a_driver_that_never_registers_fails_every_check_at_once_with_the_
     suite = await run_suite(Target(driver_cmd=with_fault("getinfo-type", "CSIPlugin")))
     assert time.monotonic() - started < 10, "no check waits for a timeout"
     results = suite.by_id()
-    assert "F4 no handler for the plugin type" in results["REG-002"].reason
+    assert "F4 wrong plugin type" in results["REG-002"].reason
     for result in suite.results:
         if REGISTRATION_TAG not in result.check.tags and result.result in ("failed", "warning"):
             assert result.reason.startswith("driver not registered: F4"), result
