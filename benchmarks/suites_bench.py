@@ -25,7 +25,8 @@ from rich.table import Table
 
 from kubelet_dra import log
 from kubelet_dra.conformance.context import SuiteOptions
-from kubelet_dra.conformance.runner import Target, run_suite
+from kubelet_dra.conformance.runner import run_suite
+from kubelet_dra.conformance.target import Target
 from kubelet_dra.scenarios.loader import load
 from kubelet_dra.scenarios.runner import replay
 from kubelet_dra.testbed import REFERENCE_DRIVER
@@ -48,7 +49,7 @@ async def conformance(runs: int, console: Console) -> None:
             groups[result.id.partition("-")[0]] += result.seconds
         for group, seconds in groups.items():
             per_group[group].append(seconds)
-        outcome = ", ".join(f"{len(suite.ids(kind))} {kind}" for kind in ("passed", "skipped", "failed"))
+        outcome = ", ".join(f"{len(suite.ids(kind))} {kind}" for kind in ("passed", "skipped", "warning", "failed"))
     table = Table(title=f"kubelet-dra conformance against the reference driver ({runs} run(s): {outcome})")
     for column in ("Part", "Median", "Min", "Max"):
         table.add_column(column, justify="left" if column == "Part" else "right")

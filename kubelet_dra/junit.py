@@ -18,11 +18,13 @@ PASSED = "passed"
 FAILED = "failed"
 SKIPPED = "skipped"
 ERROR = "error"
+WARNING = "warning"
+"""Passed with a finding to read: the case carries a ``warning`` property and its text in ``system-out``."""
 
 
 @attrs.frozen
 class Case:
-    """One test case's outcome: ``result`` is passed, failed, skipped or error."""
+    """One test case's outcome: ``result`` is passed, failed, skipped, error or warning."""
 
     name: str
     classname: str
@@ -31,6 +33,8 @@ class Case:
     message: str = ""
     details: str = ""
     """The long text: recorded calls, logs; goes into the failure body or ``system-out``."""
+    properties: tuple[tuple[str, str], ...] = ()
+    """Name and value pairs a CI system shows beside the case (a conformance check's level)."""
 
 
 def document(suite: str, cases: Sequence[Case]) -> bytes:
@@ -47,6 +51,11 @@ def document(suite: str, cases: Sequence[Case]) -> bytes:
     )
     for case in cases:
         element = ET.SubElement(root, "testcase", name=case.name, classname=case.classname, time=f"{case.seconds:.3f}")
+        properties = case.properties + ((("warning", case.message),) if case.result == WARNING else ())
+        if properties:
+            listing = ET.SubElement(element, "properties")
+            for name, value in properties:
+                ET.SubElement(listing, "property", name=name, value=value)
         if case.result in (FAILED, ERROR):
             outcome = ET.SubElement(element, "failure" if case.result == FAILED else "error", message=case.message)
             outcome.text = case.details or case.message

@@ -1,4 +1,5 @@
-"""``kubelet-dra conformance``: certify a DRA driver at the socket level; exit 0 only when no check failed."""
+"""``kubelet-dra conformance``: certify a DRA driver at the socket level; exit 0 when no ``must`` check failed
+(``--strict``: no check at all), once per kubelet release given."""
 
 from __future__ import annotations
 
@@ -6,12 +7,17 @@ import argparse
 import asyncio
 import textwrap
 
+from rich.markup import escape
+
 from kubelet_dra.cli import nodeflags, output
 from kubelet_dra.cli.command import Command
 from kubelet_dra.conformance import report
 from kubelet_dra.conformance.context import SuiteOptions
-from kubelet_dra.conformance.framework import TAGS, all_checks
-from kubelet_dra.conformance.runner import REGISTRATION_TIMEOUT, Selection, SuiteResult, Target, run_suite
+from kubelet_dra.conformance.framework import TAGS, Check, all_checks
+from kubelet_dra.conformance.results import ReleaseRuns
+from kubelet_dra.conformance.runner import run_releases
+from kubelet_dra.conformance.target import REGISTRATION_TIMEOUT, Selection, Target
+from kubelet_dra.release import KubeletRelease
 from kubelet_dra.testbed import PLACEHOLDERS
 
 DEFAULTS = SuiteOptions()
@@ -54,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="where the driver writes CDI spec files (default: {cdi_root} for --driver-cmd, /var/run/cdi otherwise)",
     )
     target.add_argument("--node-name", default="node-1", metavar="NAME", help="the node's name (default: node-1)")
-    nodeflags.add_release_arguments(target)
+    nodeflags.add_release_arguments(target, several=True)
     target.add_argument("--driver-name", metavar="NAME", help="the driver's name (default: learnt from GetInfo)")
     target.add_argument(
         "--device-class",
@@ -77,7 +83,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="TAG[,TAG]",
         help=f"run only checks with any of these tags: {', '.join(sorted(TAGS))}",
     )
-    select.add_argument("--list", action="store_true", help="list the selected checks and run nothing")
+    select.add_argument(
+        "--list", action="store_true", help="list the selected checks with their level and rule; run nothing"
+    )
+    select.add_argument(
+        "--strict",
+        action="store_true",
+        help="a failed should-check fails the run too (default: it is a warning, and only must-checks fail it)",
+    )
     tune = parser.add_argument_group("tuning")
     tune.add_argument(
         "--idempotency-count",
@@ -141,16 +154,20 @@ def run(args: argparse.Namespace) -> int:
     tags = frozenset(tag.strip() for text in args.tags for tag in text.split(",") if tag.strip())
     selection = Selection(focus=args.focus, skip=args.skip, tags=tags)
     selected = selection.select(all_checks())
+    kubelets = nodeflags.releases(args.kubelet_version)
     if args.list:
         _list(selected, json_output=args.output == "json")
         return 0
+    node = nodeflags.release_options(
+        argparse.Namespace(kubelet_version=kubelets[0].name, feature_gates=args.feature_gates)
+    )
     target = Target(
         driver_cmd=args.driver_cmd,
         registry_dir=args.registry_dir,
         cdi_root=args.cdi_root,
         kubeconfig=args.kubeconfig,
         node_name=args.node_name,
-        **nodeflags.release_options(args),
+        **node,
         driver_name=args.driver_name,
         node_restricted=args.node_restricted,
         registration_timeout=args.registration_timeout,
@@ -163,35 +180,46 @@ def run(args: argparse.Namespace) -> int:
         republish_within=args.republish_within,
         check_timeout=args.check_timeout,
         device_class=args.device_class,
+        strict=args.strict,
     )
     text = args.output == "text"
     with output.quiet_logs(args.verbosity):
-        suite = asyncio.run(_run(target, options, selection, total=len(selected), live=text))
+        runs = asyncio.run(_run(target, kubelets, options, selection, total=len(selected) * len(kubelets), live=text))
     if args.junit:
-        report.write_junit(args.junit, suite)
+        report.write_junit(args.junit, runs)
     if text:
         console = output.console()
-        console.print(report.table(suite))
-        console.print(report.failures(suite), markup=False, highlight=False)
+        console.print(report.table(runs))
+        console.print(report.failures(runs), markup=False, highlight=False)
     else:
-        output.print_json(suite.to_json())
-    return suite.exit_code
+        output.print_json(runs.to_json())
+    return runs.exit_code
 
 
-async def _run(target: Target, options: SuiteOptions, selection: Selection, *, total: int, live: bool) -> SuiteResult:
+async def _run(
+    target: Target,
+    kubelets: list[KubeletRelease],
+    options: SuiteOptions,
+    selection: Selection,
+    *,
+    total: int,
+    live: bool,
+) -> ReleaseRuns:
     if not live:
-        return await run_suite(target, options, selection)
+        return await run_releases(target, kubelets, options, selection)
     with report.LiveView(output.console(), total) as view:
-        return await run_suite(target, options, selection, on_start=view.started, on_result=view.finished)
+        return await run_releases(target, kubelets, options, selection, on_start=view.started, on_result=view.finished)
 
 
-def _list(checks: list, *, json_output: bool) -> None:
+def _list(checks: list[Check], *, json_output: bool) -> None:
     if json_output:
         output.print_json(
             [
                 {
                     "id": c.id,
                     "title": c.title,
+                    "level": c.level,
+                    "rule": {"text": c.rule.text, "source": c.rule.source},
                     "tags": sorted(c.tags),
                     "reference": c.reference,
                     "needs": sorted(c.needs),
@@ -202,7 +230,10 @@ def _list(checks: list, *, json_output: bool) -> None:
         return
     console = output.console()
     for c in checks:
-        console.print(f"{c.id}  {c.title}  [dim]{', '.join(sorted(c.tags))} · {c.reference}[/dim]")
+        console.print(f"{c.id}  [bold]{c.level}[/bold]  {escape(c.title)}", highlight=False)
+        console.print(
+            f"    [dim]{', '.join(sorted(c.tags))} · {c.reference} · {escape(str(c.rule))}[/dim]", highlight=False
+        )
 
 
 COMMAND = Command(
@@ -211,7 +242,9 @@ COMMAND = Command(
     description=(
         "Start the driver (--driver-cmd) or attach to a running one (--registry-dir + --kubeconfig), probe it with a"
         " simulated kubelet and run the conformance checks: registration, versions, prepare/unprepare, CDI, slices,"
-        " health, lifecycle. Exit 0 when every check passed or was skipped, 1 when one failed, 2 on a usage error."
+        " health, lifecycle. Each check is a must (a pod or the kubelet would fail) or a should (a recommendation:"
+        " its failure is a warning). Exit 0 when no must-check failed (--strict: no check failed), 1 when one did,"
+        " 2 on a usage error. --kubelet-version 1.36,1.37 runs the suite once per release."
     ),
     add_arguments=add_arguments,
     run=run,

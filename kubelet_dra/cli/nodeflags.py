@@ -22,7 +22,7 @@ from kubelet_dra.log import get_logger
 from kubelet_dra.node import NodeOptions
 from kubelet_dra.nodestatus import TAINT_EFFECTS, NodeShape
 from kubelet_dra.plugins import DEFAULT_CALL_TIMEOUT, DEFAULT_WIPING_DELAY, PluginMap
-from kubelet_dra.release import DEFAULT_RELEASE, RELEASES, release
+from kubelet_dra.release import DEFAULT_RELEASE, RELEASES, KubeletRelease, release
 
 KUBELET_LABEL_DOMAINS = ("kubelet.kubernetes.io", "node.kubernetes.io")
 KUBELET_LABELS = (
@@ -43,25 +43,40 @@ FEATURE_GATES = {"DRAOptionalNodeOperations": "optional_node_operations"}
 """The kubelet feature gates kubelet-dra honours, by name, and the node option each one sets."""
 
 
-def add_kubelet_version_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    """``--kubelet-version``: which kubelet release the node is, for every command that runs one."""
+def add_kubelet_version_argument(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, several: bool = False
+) -> None:
+    """``--kubelet-version``: which kubelet release the node is, for every command that runs one (``several``:
+    a comma-separated list, one run per release)."""
     parser.add_argument(
         "--kubelet-version",
         default=DEFAULT_RELEASE.name,
-        metavar="VERSION",
-        help=f"the kubelet release to emulate: {', '.join(RELEASES)} (default: %(default)s)",
+        metavar="VERSION[,VERSION]" if several else "VERSION",
+        help=f"the kubelet release to emulate: {', '.join(RELEASES)}"
+        + (", or several comma-separated, one run each" if several else "")
+        + " (default: %(default)s)",
     )
 
 
-def add_release_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+def add_release_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, several: bool = False) -> None:
     """``--kubelet-version`` and ``--feature-gates``."""
-    add_kubelet_version_argument(parser)
+    add_kubelet_version_argument(parser, several=several)
     parser.add_argument(
         "--feature-gates",
         default="",
         metavar="NAME=BOOL,…",
         help=f"kubelet feature gates, as the kubelet takes them; known: {', '.join(FEATURE_GATES)} (alpha, off)",
     )
+
+
+def releases(text: str) -> list[KubeletRelease]:
+    """The releases of a comma-separated ``--kubelet-version`` (``1.36,1.37``), each checked, none twice."""
+    chosen = [release(name) for name in text.split(",") if name.strip()]
+    if not chosen or len(set(chosen)) != len(chosen):
+        raise UsageError(
+            f"{text!r} does not name each kubelet release once", where="--kubelet-version", fix="e.g. 1.36,1.37"
+        )
+    return chosen
 
 
 def release_options(args: argparse.Namespace) -> dict[str, Any]:

@@ -50,6 +50,8 @@ class SuiteOptions:
     check_timeout: float = 60.0
     device_class: str | None = None
     """An existing DeviceClass to allocate from; default: one the suite creates for all the driver's devices."""
+    strict: bool = False
+    """A failed ``should`` check fails the run too (``--strict``), instead of being a warning."""
 
 
 @attrs.frozen

@@ -1,9 +1,12 @@
-"""What a conformance check is: a stable id, a title, tags, the rule it enforces, and one async function.
+"""What a conformance check is: a stable id, a title, tags, how much it matters, the sentence it enforces,
+and one async function.
 
 Checks register themselves with ``@check(...)`` in the modules of ``kubelet_dra.conformance.checks``;
 ``CHECKS`` keeps them in id order. A check passes when its function returns, fails when it calls
 ``ctx.fail`` (or ``ctx.expect`` does), and skips with a reason through ``ctx.skip`` or when the
-target lacks something the check ``needs``.
+target lacks something the check ``needs``. Its ``level`` says what a failure means: ``must`` (a pod
+or the kubelet would fail, or an API contract says must) or ``should`` (a recommendation, reported as
+a warning unless ``--strict``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,12 @@ import attrs
 
 if TYPE_CHECKING:
     from kubelet_dra.conformance.context import CheckContext
+
+MUST = "must"
+"""The kubelet or a pod fails when the driver breaks the rule, or an API contract says it must."""
+SHOULD = "should"
+"""A recommendation of an API comment, KEP or docs: the kubelet copes when the driver does otherwise."""
+LEVELS = (MUST, SHOULD)
 
 TAGS: frozenset[str] = frozenset(
     {"registration", "prepare", "unprepare", "cdi", "slices", "health", "lifecycle", "versions", "slow", "disruptive"}
@@ -49,12 +58,27 @@ class CheckSkipped(Exception):
 
 
 @attrs.frozen
+class Citation:
+    """The sentence a check enforces, word for word, and where it is written."""
+
+    text: str
+    source: str
+    """``dra v1 api.proto, NodePrepareResourcesResponse.claims``, ``kubelet: cm/dra manager``, ``KEP-4381``."""
+
+    def __str__(self) -> str:
+        return f"“{self.text}” ({self.source})"
+
+
+@attrs.frozen
 class Check:
     id: str
     title: str
     tags: frozenset[str]
+    level: str
+    """``must`` or ``should``."""
+    rule: Citation
     reference: str
-    """Where the rule comes from: ``SPEC §6.6 C3``, ``USERS #14``."""
+    """Where our SPEC describes the behaviour: ``SPEC §6.6 C3``, ``USERS #14``."""
     run: CheckFunction
     needs: frozenset[str] = frozenset()
 
@@ -66,9 +90,16 @@ CHECKS: dict[str, Check] = {}
 
 
 def check(
-    check_id: str, title: str, *, tags: Iterable[str], reference: str, needs: Iterable[str] = ()
+    check_id: str,
+    title: str,
+    *,
+    tags: Iterable[str],
+    level: str,
+    rule: Citation,
+    reference: str,
+    needs: Iterable[str] = (),
 ) -> Callable[[CheckFunction], CheckFunction]:
-    """Register the decorated function as check ``check_id``; ids and tags are validated at import."""
+    """Register the decorated function as check ``check_id``; ids, tags and levels are validated at import."""
 
     def register(function: CheckFunction) -> CheckFunction:
         if not ID_PATTERN.match(check_id):
@@ -78,7 +109,9 @@ def check(
         unknown = set(tags) - TAGS | set(needs) - set(NEEDS)
         if unknown:
             raise ValueError(f"check {check_id}: unknown tags or needs {sorted(unknown)}")
-        CHECKS[check_id] = Check(check_id, title, frozenset(tags), reference, function, frozenset(needs))
+        if level not in LEVELS:
+            raise ValueError(f"check {check_id}: level {level!r} is not one of {', '.join(LEVELS)}")
+        CHECKS[check_id] = Check(check_id, title, frozenset(tags), level, rule, reference, function, frozenset(needs))
         return function
 
     return register

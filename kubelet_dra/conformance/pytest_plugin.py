@@ -8,15 +8,18 @@ selected, against one testbed; each test then reports its check's verdict.
 from __future__ import annotations
 
 import asyncio
+import warnings
 
 import pytest
 
 from kubelet_dra.conformance.context import SuiteOptions
 from kubelet_dra.conformance.framework import all_checks
 from kubelet_dra.conformance.report import calls_text
-from kubelet_dra.conformance.runner import Selection, SuiteResult, Target, run_suite
+from kubelet_dra.conformance.results import SuiteResult
+from kubelet_dra.conformance.runner import run_suite
+from kubelet_dra.conformance.target import Selection, Target
 from kubelet_dra.errors import DriverStartError
-from kubelet_dra.junit import FAILED, SKIPPED
+from kubelet_dra.junit import FAILED, SKIPPED, WARNING
 
 SELECTED = pytest.StashKey[list[str]]()
 
@@ -75,8 +78,11 @@ def conformance_suite(request: pytest.FixtureRequest) -> SuiteResult:
 
 
 def verdict(suite: SuiteResult, check_id: str) -> None:
-    """Turn one check's result into the test's outcome: pass, ``pytest.skip`` or ``pytest.fail``."""
+    """Turn one check's result into the test's outcome: pass, ``pytest.skip``, ``pytest.fail``, or a pass with a
+    warning (a failed should-check) that pytest lists in its warnings summary."""
     result = suite.by_id()[check_id]
+    if result.result == WARNING:
+        warnings.warn(f"{check_id} (should): {result.reason} [{result.check.rule}]", UserWarning, stacklevel=2)
     if result.result == SKIPPED:
         pytest.skip(result.reason)
     if result.result == FAILED:

@@ -3,7 +3,9 @@ JSON and JUnit.
 
 The live view and the final table are for people at a terminal; ``to_json`` and ``write_junit`` are
 for CI. A failed check shows the gRPC calls it made, because a socket-level failure is best
-understood from the exact requests and answers.
+understood from the exact requests and answers; a failed ``should`` check is shown the same way as
+a warning, and is a passed JUnit case with a ``warning`` property. Runs of several kubelet releases
+share one table (a result column per release) and one JUnit file (each case named with its release).
 """
 
 from __future__ import annotations
@@ -20,13 +22,13 @@ from rich.text import Text
 
 from kubelet_dra import junit
 from kubelet_dra.conformance.framework import Check
-from kubelet_dra.conformance.runner import CheckResult, SuiteResult
-from kubelet_dra.junit import FAILED, PASSED, SKIPPED
+from kubelet_dra.conformance.results import CheckResult, ReleaseRuns, counts
+from kubelet_dra.junit import FAILED, PASSED, SKIPPED, WARNING
 from kubelet_dra.plugins import CallRecord
 
 SUITE_NAME = "kubelet-dra conformance"
-STYLE = {PASSED: "green", FAILED: "red", SKIPPED: "yellow"}
-MARK = {PASSED: "✓", FAILED: "✗", SKIPPED: "-"}
+STYLE = {PASSED: "green", FAILED: "red", WARNING: "magenta", SKIPPED: "yellow"}
+MARK = {PASSED: "✓", FAILED: "✗", WARNING: "!", SKIPPED: "-"}
 REASON_WIDTH = 100
 MESSAGE_WIDTH = 600
 """Recorded messages are cut to this many characters in the text report (JSON keeps them whole)."""
@@ -39,7 +41,7 @@ class LiveView:
         self.console = console
         self.total = total
         self.done = 0
-        self.counts = {PASSED: 0, FAILED: 0, SKIPPED: 0}
+        self.counts = {PASSED: 0, FAILED: 0, WARNING: 0, SKIPPED: 0}
         self._status: Status | None = None
 
     def __enter__(self) -> LiveView:
@@ -67,6 +69,7 @@ def line(result: CheckResult) -> Text:
     text = Text()
     text.append(f"{MARK[result.result]} ", style=STYLE[result.result])
     text.append(f"{result.id} ", style="bold")
+    text.append(f"{result.check.level} ", style="dim")
     text.append(result.check.title)
     text.append(f" ({result.seconds:.2f} s)", style="dim")
     if result.reason:
@@ -81,40 +84,67 @@ def _first_line(text: str, width: int = REASON_WIDTH) -> str:
     return first if len(first) <= width else first[: width - 1] + "…"
 
 
-def table(suite: SuiteResult) -> Table:
-    """The final table: id, title, result, duration, reason."""
-    counts = {outcome: len(suite.ids(outcome)) for outcome in (PASSED, FAILED, SKIPPED)}
-    caps = suite.capabilities
-    title = (
-        f"{caps.driver_name or 'driver'}: {counts[PASSED]} passed, {counts[FAILED]} failed,"
-        f" {counts[SKIPPED]} skipped in {suite.seconds:.1f} s"
+def summary(results: list[CheckResult]) -> str:
+    """``60 passed, 0 failed, 3 warnings, 2 skipped``: warnings are the failed ``should`` checks."""
+    tally = counts(results)
+    return (
+        f"{tally[PASSED]} passed, {tally[FAILED]} failed, {tally[WARNING]} warning(s) (should), "
+        f"{tally[SKIPPED]} skipped"
     )
-    grid = Table(title=title, title_justify="left", expand=False)
-    for column in ("id", "title", "result", "s", "reason"):
-        grid.add_column(column, overflow="fold", justify="right" if column == "s" else "left")
-    for result in suite.results:
+
+
+def table(runs: ReleaseRuns) -> Table:
+    """The final table: id, level, title, a result column per kubelet release, duration, reason."""
+    suites = runs.suites
+    name = next((suite.capabilities.driver_name for suite in suites if suite.capabilities.driver_name), "driver")
+    per_release = "; ".join(
+        f"kubelet {suite.kubelet_version}: {summary(list(suite.results))} in {suite.seconds:.1f} s" for suite in suites
+    )
+    strict = " (--strict: should-findings fail)" if any(suite.strict for suite in suites) else ""
+    grid = Table(title=f"{name}: {per_release}{strict}", title_justify="left", expand=False)
+    grid.add_column("id")
+    grid.add_column("level")
+    grid.add_column("title", overflow="fold")
+    for suite in suites:
+        grid.add_column(suite.kubelet_version if len(suites) > 1 else "result")
+    grid.add_column("s", justify="right")
+    grid.add_column("reason", overflow="fold")
+    releases = [suite.by_id() for suite in suites]  # every run has the same selection of checks
+    for result in suites[0].results:
+        row = [release[result.id] for release in releases]
+        first_reason = next((each.reason for each in row if each.reason), "")
         grid.add_row(
             result.id,
+            result.check.level,
             result.check.title,
-            Text(result.result, style=STYLE[result.result]),
-            f"{result.seconds:.2f}",
-            _first_line(result.reason),
+            *(Text(each.result, style=STYLE[each.result]) for each in row),
+            "/".join(f"{each.seconds:.2f}" for each in row),
+            _first_line(first_reason),
         )
     return grid
 
 
-def failures(suite: SuiteResult) -> Group:
-    """Each failed check in full: its reason, its reference, the gRPC calls it made; then the driver's log."""
+def failures(runs: ReleaseRuns) -> Group:
+    """Each failed check, then each warning, in full: its reason, the sentence it enforces, the gRPC calls it
+    made; then the driver's log."""
     parts: list[Any] = []
-    for result in suite.results:
-        if result.result != FAILED:
-            continue
-        parts.append(Text(f"\n{result.id} {result.check.title} [{result.check.reference}]", style="bold red"))
-        parts.append(Text(result.reason))
-        parts.append(Text(calls_text(result.calls) or "  (no gRPC calls to the driver)", style="dim"))
-    if parts and suite.driver_log:
-        parts.append(Text("\nlast lines of the driver's log:", style="bold"))
-        parts.append(Text(suite.driver_log, style="dim"))
+    for suite in runs.suites:
+        release = f" (kubelet {suite.kubelet_version})" if len(runs.suites) > 1 else ""
+        found = [r for r in suite.results if r.result == FAILED] + [r for r in suite.results if r.result == WARNING]
+        for result in found:
+            label = "warning, should" if result.result == WARNING else result.check.level
+            parts.append(
+                Text(
+                    f"\n{result.id} [{label}] {result.check.title}{release} [{result.check.reference}]",
+                    style=f"bold {STYLE[result.result]}",
+                )
+            )
+            parts.append(Text(result.reason))
+            parts.append(Text(f"  enforces {result.check.rule}", style="italic"))
+            parts.append(Text(calls_text(result.calls) or "  (no gRPC calls to the driver)", style="dim"))
+        if found and suite.driver_log:
+            parts.append(Text(f"\nlast lines of the driver's log{release}:", style="bold"))
+            parts.append(Text(suite.driver_log, style="dim"))
     return Group(*parts)
 
 
@@ -136,19 +166,26 @@ def _cut(message: object) -> str:
     return text if len(text) <= MESSAGE_WIDTH else text[: MESSAGE_WIDTH - 1] + "…"
 
 
-def write_junit(path: str | Path, suite: SuiteResult) -> Path:
-    """The results as one JUnit test suite; a failure carries its reason and its calls."""
+def write_junit(path: str | Path, runs: ReleaseRuns) -> Path:
+    """The results of every run as one JUnit test suite; a failure or warning carries its reason and calls,
+    each case its level and the sentence it enforces as properties."""
+    several = len(runs.suites) > 1
     cases = [
-        junit.Case(
-            name=f"{result.id} {result.check.title}",
-            classname=f"conformance.{result.id.split('-')[0]}",
-            seconds=result.seconds,
-            result=result.result,
-            message=_first_line(result.reason, MESSAGE_WIDTH),
-            details="\n".join(
-                part for part in (result.reason, calls_text(result.calls) if result.result == FAILED else "") if part
-            ),
-        )
+        _case(result, f" [kubelet {suite.kubelet_version}]" if several else "")
+        for suite in runs.suites
         for result in suite.results
     ]
     return junit.write(path, SUITE_NAME, cases)
+
+
+def _case(result: CheckResult, release: str) -> junit.Case:
+    found = result.result in (FAILED, WARNING)
+    return junit.Case(
+        name=f"{result.id} {result.check.title}{release}",
+        classname=f"conformance.{result.id.split('-')[0]}",
+        seconds=result.seconds,
+        result=result.result,
+        message=_first_line(result.reason, MESSAGE_WIDTH),
+        details="\n".join(part for part in (result.reason, calls_text(result.calls) if found else "") if part),
+        properties=(("level", result.check.level), ("rule", str(result.check.rule))),
+    )

@@ -10,37 +10,34 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import shlex
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import attrs
 import grpc
-import yaml
 
-from kubelet_dra.conformance.context import Capabilities, CheckContext, SuiteOptions
+from kubelet_dra.conformance.context import Capabilities, CheckContext, SuiteOptions, pool_devices
 from kubelet_dra.conformance.framework import (
     EMBEDDED,
     HEALTH,
     NEEDS,
     REFERENCE,
     RESTART,
-    TAGS,
     Check,
     CheckFailed,
     CheckSkipped,
     all_checks,
 )
 from kubelet_dra.conformance.probe import Probe
+from kubelet_dra.conformance.results import CheckResult, ReleaseRuns, SuiteResult, judged
+from kubelet_dra.conformance.target import Selection, Target, device_class_file
 from kubelet_dra.errors import DriverStartError, StateError, UsageError
-from kubelet_dra.junit import FAILED, PASSED, SKIPPED
+from kubelet_dra.junit import FAILED, PASSED, SKIPPED, WARNING
 from kubelet_dra.node import NodeOptions
-from kubelet_dra.plugins import CallRecord
-from kubelet_dra.release import DEFAULT_RELEASE, KubeletRelease
+from kubelet_dra.release import KubeletRelease
 from kubelet_dra.testbed import (
     DriverProcess,
     DriverSpec,
@@ -54,8 +51,6 @@ from kubelet_dra.testbed import (
 CLEANUP_TIMEOUT = 30.0
 CLEANUP_ROUNDS = 5
 """A check's clean-up steps that hang are abandoned one at a time, at most this many."""
-REGISTRATION_TIMEOUT = 10.0
-"""How long the driver may take from start to a connected, registered plugin, by default."""
 MAX_RESTORES = 3
 """How often the runner restarts a driver that died, or lost its slices, between checks before it gives up."""
 DEVICE_CLASS = "kubelet-dra-conformance"
@@ -65,143 +60,6 @@ POD_RETRY_PERIOD = 0.5
 """The node retries a pod whose claim the control plane has not generated yet this soon (the kubelet: 10 s)."""
 REGISTRATION_TAG = "registration"
 """Checks with this tag look at the registration socket themselves, so they run even when registration failed."""
-
-
-@attrs.frozen
-class Target:
-    """The driver under test: a command the suite runs, or a driver already running on a registry dir."""
-
-    driver_cmd: str | None = None
-    registry_dir: str | None = None
-    kubeconfig: str | None = None
-    node_name: str = "node-1"
-    release: KubeletRelease = DEFAULT_RELEASE
-    """The kubelet release the node emulates."""
-    optional_node_operations: bool = False
-    """The node's ``DRAOptionalNodeOperations`` feature gate."""
-    driver_name: str | None = None
-    """``None``: learnt from GetInfo."""
-    node_restricted: bool = False
-    registration_timeout: float = REGISTRATION_TIMEOUT
-    keep: bool = False
-    record_calls: str | None = None
-    """A JSON-lines file every gRPC call to the driver is appended to (the handshake and the checks' own)."""
-    cdi_root: str | None = None
-    """Where the driver writes its CDI spec files; ``None``: the ``{cdi_root}`` the suite gives a driver it
-    starts, else the container runtimes' usual root (``DEFAULT_CDI_ROOT``)."""
-
-    def __attrs_post_init__(self) -> None:
-        if (self.driver_cmd is None) == (self.registry_dir is None):
-            raise UsageError(
-                "give either --driver-cmd or --registry-dir",
-                fix="--driver-cmd to let the suite start the driver, --registry-dir for one already running",
-            )
-        if self.node_restricted and self.kubeconfig is not None:
-            raise UsageError(
-                "--node-restricted works only with the embedded API server",
-                fix="use --driver-cmd, or let your cluster's node authorizer restrict the driver",
-            )
-        if self.registry_dir is not None and self.kubeconfig is None:
-            raise UsageError(
-                "--registry-dir needs --kubeconfig",
-                fix="pass the kubeconfig of the API server the running driver publishes its ResourceSlices to",
-            )
-
-
-@attrs.frozen
-class Selection:
-    """Which checks run: ``focus``/``skip`` are regular expressions on id or title, ``tags`` any of."""
-
-    focus: str | None = None
-    skip: str | None = None
-    tags: frozenset[str] = frozenset()
-
-    def select(self, checks: Iterable[Check]) -> list[Check]:
-        unknown = self.tags - TAGS
-        if unknown:
-            raise UsageError(f"unknown tag(s) {', '.join(sorted(unknown))}", fix=f"use {', '.join(sorted(TAGS))}")
-        focus, skip = _pattern(self.focus, "--focus"), _pattern(self.skip, "--skip")
-        return [
-            check
-            for check in checks
-            if (focus is None or check.matches(focus))
-            and (skip is None or not check.matches(skip))
-            and (not self.tags or check.tags & self.tags)
-        ]
-
-
-def _pattern(text: str | None, flag: str) -> re.Pattern[str] | None:
-    if text is None:
-        return None
-    try:
-        return re.compile(text)
-    except re.error as err:
-        raise UsageError(f"{flag} {text!r} is not a regular expression: {err}", fix="fix the pattern") from err
-
-
-@attrs.frozen
-class CheckResult:
-    check: Check
-    result: str
-    """``passed``, ``failed`` or ``skipped``."""
-    seconds: float
-    reason: str = ""
-    warnings: tuple[str, ...] = ()
-    calls: tuple[CallRecord, ...] = ()
-    """The gRPC calls to the driver while the check ran (kept for failures)."""
-
-    @property
-    def id(self) -> str:
-        return self.check.id
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.check.id,
-            "title": self.check.title,
-            "tags": sorted(self.check.tags),
-            "reference": self.check.reference,
-            "result": self.result,
-            "seconds": round(self.seconds, 3),
-            "reason": self.reason,
-            "warnings": list(self.warnings),
-            "calls": [call.to_json() for call in self.calls],
-        }
-
-
-@attrs.frozen
-class SuiteResult:
-    capabilities: Capabilities
-    results: tuple[CheckResult, ...]
-    seconds: float
-    testbed: dict[str, Any]
-    driver_log: str = ""
-    """The end of the driver's log when a check failed (driver started by the suite only)."""
-
-    @property
-    def passed(self) -> bool:
-        return all(result.result != FAILED for result in self.results)
-
-    @property
-    def exit_code(self) -> int:
-        return 0 if self.passed else 1
-
-    def by_id(self) -> dict[str, CheckResult]:
-        return {result.id: result for result in self.results}
-
-    def ids(self, result: str) -> list[str]:
-        return [r.id for r in self.results if r.result == result]
-
-    def to_json(self) -> dict[str, Any]:
-        counts = {outcome: len(self.ids(outcome)) for outcome in (PASSED, FAILED, SKIPPED)}
-        return {
-            "passed": self.passed,
-            "counts": counts,
-            "seconds": round(self.seconds, 3),
-            "capabilities": self.capabilities.to_json(),
-            "testbed": self.testbed,
-            "checks": [result.to_json() for result in self.results],
-            "driverLog": self.driver_log,
-        }
 
 
 OnStart = Callable[[Check], None]
@@ -250,14 +108,35 @@ async def run_suite(
                     on_result(result)
         finally:
             await suite.finish()
-        failed = any(result.result == FAILED for result in results)
+        found = any(result.result in (FAILED, WARNING) for result in results)
         return SuiteResult(
             capabilities=suite.capabilities,
             results=tuple(results),
             seconds=time.monotonic() - started,
             testbed=bed.describe(),
-            driver_log=suite.driver.log_tail() if failed and suite.driver is not None else "",
+            driver_log=suite.driver.log_tail() if found and suite.driver is not None else "",
+            kubelet_version=target.release.name,
+            strict=options.strict,
         )
+
+
+async def run_releases(
+    target: Target,
+    releases: Sequence[KubeletRelease],
+    options: SuiteOptions | None = None,
+    selection: Selection | None = None,
+    *,
+    on_start: OnStart | None = None,
+    on_result: OnResult | None = None,
+) -> ReleaseRuns:
+    """The suite once per kubelet release, one after the other, each on a fresh testbed and driver."""
+    suites = []
+    for release in releases:
+        suite = await run_suite(
+            attrs.evolve(target, release=release), options, selection, on_start=on_start, on_result=on_result
+        )
+        suites.append(suite)
+    return ReleaseRuns(tuple(suites))
 
 
 class _Suite:
@@ -321,7 +200,7 @@ class _Suite:
         if given is None:
             manifest = manifests.device_class(self.capabilities.driver_name, DEVICE_CLASS)
         elif Path(given).is_file():
-            manifest = _device_class_file(Path(given))
+            manifest = device_class_file(Path(given))
         else:
             if await objects.get(self.bed.kube, "DeviceClass", given) is None:
                 raise UsageError(
@@ -333,8 +212,11 @@ class _Suite:
         self._own_class = True
 
     async def _published(self) -> bool:
+        """The driver's slices for the node list a device: a driver sharing counters may publish its counters'
+        slice first, and a check that allocated then would find no device (the example driver does on a real
+        kube-apiserver)."""
         selector = f"spec.nodeName={self.bed.options.node_name},spec.driver={self.capabilities.driver_name}"
-        return bool(await objects.list_objects(self.bed.kube, "ResourceSlice", field_selector=selector))
+        return bool(pool_devices(await objects.list_objects(self.bed.kube, "ResourceSlice", field_selector=selector)))
 
     async def _wait_for_slices(self, timeout: float) -> bool:
         """Checks allocate from the driver's slices; give the driver a moment to publish them. Whether it did."""
@@ -360,10 +242,12 @@ class _Suite:
         unmet = self._unmet(check)
         if unmet:
             return CheckResult(check, SKIPPED, 0.0, unmet)
+        strict = self.options.strict
         if REGISTRATION_TAG not in check.tags:
             problem = self.capabilities.registration_error or await self._ready()
             if problem:
-                return CheckResult(check, FAILED, time.monotonic() - started, f"driver not registered: {problem}")
+                outcome = judged(check, FAILED, strict=strict)
+                return CheckResult(check, outcome, time.monotonic() - started, f"driver not registered: {problem}")
         ctx = CheckContext(self.bed, self.driver, self.capabilities, self.options, self.device_class, self.observations)
         result, reason = PASSED, ""
         try:
@@ -385,7 +269,8 @@ class _Suite:
             result, reason = FAILED, "; ".join(problems)
         elif problems:
             ctx.warn("; ".join(problems))
-        return CheckResult(check, result, time.monotonic() - started, reason, tuple(ctx.warnings), calls)
+        outcome = judged(check, result, strict=strict)
+        return CheckResult(check, outcome, time.monotonic() - started, reason, tuple(ctx.warnings), calls)
 
     async def _clean_up(self, ctx: CheckContext) -> list[str]:
         """Every clean-up of the check; one that hangs is given up after a while and the rest still run."""
@@ -438,24 +323,3 @@ class _Suite:
         with contextlib.suppress(StateError):  # the next check reports a driver that does not come back
             await self.bed.restart_driver(driver, self.capabilities.driver_name, self.target.registration_timeout)
             await self._wait_for_slices(self.target.registration_timeout)
-
-
-def _device_class_file(path: Path) -> dict[str, Any]:
-    """A DeviceClass manifest (YAML or JSON) from ``--device-class FILE``."""
-    try:
-        manifest = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as err:
-        raise UsageError(
-            f"cannot read the DeviceClass manifest: {err}", where=str(path), fix="give a YAML file"
-        ) from err
-    if (
-        not isinstance(manifest, dict)
-        or manifest.get("kind") != "DeviceClass"
-        or not manifest.get("metadata", {}).get("name")
-    ):
-        raise UsageError(
-            "the file is not a DeviceClass manifest with a name",
-            where=str(path),
-            fix="kind: DeviceClass, metadata.name",
-        )
-    return manifest

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kubelet_dra.conformance.pytest_plugin import verdict
-from kubelet_dra.conformance.runner import SuiteResult
+from kubelet_dra.conformance.results import SuiteResult
 
 
 def test_check(conformance_suite: SuiteResult, conformance_check: str) -> None:

@@ -6,7 +6,7 @@ import contextlib
 import shlex
 from collections.abc import AsyncIterator
 
-from kubelet_dra.conformance.runner import Target
+from kubelet_dra.conformance.target import Target
 from kubelet_dra.testbed import REFERENCE_DRIVER, DriverSpec, Testbed, TestbedOptions
 
 GPU = "gpu.example.com"

@@ -10,7 +10,8 @@ import pytest
 from kubelet_dra.api.services import DRA_HEALTH_V1
 from kubelet_dra.conformance.context import Capabilities, CheckContext, SuiteOptions
 from kubelet_dra.conformance.framework import CHECKS, HEALTH, NEEDS, CheckFailed, all_checks
-from kubelet_dra.conformance.runner import Selection, Target, run_suite
+from kubelet_dra.conformance.runner import run_suite
+from kubelet_dra.conformance.target import Selection, Target
 from kubelet_dra.junit import SKIPPED
 from kubelet_dra.testbed import DriverSpec, Testbed, manifests, objects
 

@@ -8,7 +8,8 @@ import pytest
 
 from kubelet_dra.conformance.context import SuiteOptions
 from kubelet_dra.conformance.framework import EMBEDDED, NEEDS, RESTART, all_checks
-from kubelet_dra.conformance.runner import Selection, Target, run_suite
+from kubelet_dra.conformance.runner import run_suite
+from kubelet_dra.conformance.target import Selection, Target
 from kubelet_dra.junit import FAILED, SKIPPED
 
 from .reference import GPU, REFERENCE, already_running

@@ -4,7 +4,8 @@ need more devices skip and say so, every other check passes."""
 from __future__ import annotations
 
 from kubelet_dra.conformance.context import SuiteOptions
-from kubelet_dra.conformance.runner import Selection, Target, run_suite
+from kubelet_dra.conformance.runner import run_suite
+from kubelet_dra.conformance.target import Selection, Target
 from kubelet_dra.junit import FAILED, SKIPPED
 
 from .reference import REFERENCE

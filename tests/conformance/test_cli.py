@@ -21,12 +21,17 @@ def conformance(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_list_shows_the_selected_checks_with_tags_and_references():
+def test_list_shows_the_selected_checks_with_tags_levels_rules_and_references():
     result = conformance("--list", "--tags", "registration", "--output", "json")
     assert result.returncode == 0, result.stderr
     listed = json.loads(result.stdout)
     assert {c["id"] for c in listed} >= {"REG-001", "REG-012", "VER-004"}
     assert all("registration" in c["tags"] and c["reference"] for c in listed)
+    assert all(c["rule"]["text"] and c["rule"]["source"] for c in listed)
+    levels = {c["id"]: c["level"] for c in listed}
+    assert (levels["REG-004"], levels["REG-012"]) == ("must", "should")
+    text = conformance("--list", "--focus", "^HEA-002$").stdout
+    assert "HEA-002  should" in text and "should be a complete list for the driver" in text
 
 
 @pytest.mark.parametrize(
@@ -57,7 +62,8 @@ def test_passing_run_exits_0_with_json_and_junit(tmp_path: Path):
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     document = json.loads(result.stdout)
-    assert document["passed"] and document["counts"] == {"passed": 7, "failed": 0, "skipped": 0}
+    assert document["passed"] and document["counts"] == {"passed": 7, "failed": 0, "warning": 0, "skipped": 0}
+    assert {check["level"] for check in document["checks"]} == {"must"}
     assert document["capabilities"]["driver_name"] == "gpu.example.com"
     assert document["capabilities"]["health_services"] == ["v1.DRAResourceHealth", "v1alpha1.DRAResourceHealth"]
     suite = ET.parse(report).getroot()
@@ -90,19 +96,42 @@ async def test_a_running_driver_is_checked_through_its_registry_dir_and_kubeconf
     assert results["LIF-004"]["result"] == "skipped" and "restart" in results["LIF-004"]["reason"]
 
 
-def test_failing_run_exits_1_and_shows_the_failed_checks_calls(tmp_path: Path):
+def test_failing_run_exits_1_and_shows_the_failed_checks_calls_and_the_warnings(tmp_path: Path):
     report = tmp_path / "conformance.xml"
     result = conformance(
         "--driver-cmd", with_fault("serve-advertised-name"), "--focus", "^VER-00[13]$", "--junit", str(report),
     )  # fmt: skip
     assert result.returncode == 1, result.stdout + result.stderr
     out = result.stdout
-    assert "VER-001" in out and "VER-003" in out and "failed" in out
+    assert "VER-001 [must]" in out and "VER-003 [warning, should]" in out, out
+    assert "1 failed, 1 warning(s) (should)" in out
     assert "k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources → UNIMPLEMENTED" in out
     assert "v1.DRAPlugin/NodePrepareResources → OK" in out, "VER-003's call shows the driver served the wrong name"
     assert "last lines of the driver's log" in out
-    failures = ET.parse(report).getroot().findall("testcase/failure")
-    assert len(failures) == 2 and "UNIMPLEMENTED" in (failures[0].text or "")
+    cases = {case.get("name", "")[:7]: case for case in ET.parse(report).getroot().iter("testcase")}
+    failure = cases["VER-001"].find("failure")
+    assert failure is not None and "UNIMPLEMENTED" in (failure.text or "")
+    assert cases["VER-003"].find("failure") is None, "a should-finding is a warning, not a failure"
+    properties = {p.get("name"): p.get("value") for p in cases["VER-003"].iter("property")}
+    assert properties["level"] == "should" and "v1.DRAPlugin" in properties["warning"]
+    assert "v1.DRAPlugin/NodePrepareResources → OK" in (cases["VER-003"].findtext("system-out") or "")
+
+
+def test_two_kubelet_releases_run_the_suite_twice_into_one_table_and_one_junit_file(tmp_path: Path):
+    report = tmp_path / "conformance.xml"
+    focus = ("--focus", "^(REG-004|VER-005)$")
+    result = conformance("--driver-cmd", REFERENCE, *focus, "--kubelet-version", "1.36,1.37", "--junit", str(report))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "kubelet 1.36: 2 passed" in result.stdout and "kubelet 1.37: 2 passed" in result.stdout
+    names = sorted(case.get("name", "") for case in ET.parse(report).getroot().iter("testcase"))
+    assert [name.rsplit(" ", 2)[-2:] for name in names] == [["[kubelet", "1.36]"], ["[kubelet", "1.37]"]] * 2
+    document = json.loads(
+        conformance("--driver-cmd", REFERENCE, *focus, "--kubelet-version", "1.36,1.37", "--output", "json").stdout
+    )
+    assert [run["kubeletVersion"] for run in document["runs"]] == ["1.36", "1.37"]
+    assert document["counts"]["passed"] == 4 and document["passed"]
+    again = conformance("--driver-cmd", REFERENCE, "--kubelet-version", "1.37,1.37")
+    assert again.returncode == 2 and "does not name each kubelet release once" in again.stderr
 
 
 def test_the_pytest_plugin_makes_each_check_a_test(tmp_path: Path):

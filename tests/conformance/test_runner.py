@@ -11,14 +11,16 @@ from pathlib import Path
 import pytest
 
 from kubelet_dra.conformance.context import CheckContext, SuiteOptions
-from kubelet_dra.conformance.framework import CHECKS, NEEDS, RESTART, all_checks, check
-from kubelet_dra.conformance.runner import REGISTRATION_TAG, Selection, Target, run_suite
+from kubelet_dra.conformance.framework import CHECKS, MUST, NEEDS, RESTART, SHOULD, Citation, all_checks, check
+from kubelet_dra.conformance.runner import REGISTRATION_TAG, run_suite
+from kubelet_dra.conformance.target import Selection, Target
 from kubelet_dra.errors import UsageError
 from kubelet_dra.testbed import objects
 
 from .reference import GPU, REFERENCE, already_running, with_fault
 
 MINE = r"^(REG|VER|SLC)-"
+RULE = Citation("a check registered by a test", "tests/conformance/test_runner.py")
 
 
 async def test_reference_driver_passes_the_registration_version_and_slice_checks():
@@ -43,9 +45,9 @@ async def test_a_driver_that_never_registers_fails_every_check_at_once_with_the_
     suite = await run_suite(Target(driver_cmd=with_fault("getinfo-type", "CSIPlugin")))
     assert time.monotonic() - started < 10, "no check waits for a timeout"
     results = suite.by_id()
-    assert "F4 no handler for the plugin type" in results["REG-002"].reason
+    assert "F4 wrong plugin type" in results["REG-002"].reason
     for result in suite.results:
-        if REGISTRATION_TAG not in result.check.tags and result.result == "failed":
+        if REGISTRATION_TAG not in result.check.tags and result.result in ("failed", "warning"):
             assert result.reason.startswith("driver not registered: F4"), result
     assert not [r.id for r in suite.results if r.result == "passed" and REGISTRATION_TAG not in r.check.tags]
     assert results["REG-001"].result == "passed", "the socket itself is fine"
@@ -56,32 +58,43 @@ async def test_a_driver_that_never_registers_fails_every_check_at_once_with_the_
 @pytest.fixture
 def probe_checks() -> Iterator[list[str]]:
     """Checks registered for this test only: each shows one way a check can end."""
-    ids = ["ZZZ-901", "ZZZ-902", "ZZZ-903", "ZZZ-904", "ZZZ-905"]
+    ids = ["ZZZ-901", "ZZZ-902", "ZZZ-903", "ZZZ-904", "ZZZ-905", "ZZZ-906"]
     seen: list[str] = []
 
-    @check(ids[0], "fails after making a claim and a call", tags=("prepare",), reference="test")
+    @check(ids[0], "fails after making a claim and a call", tags=("prepare",), level=MUST, rule=RULE, reference="test")
     async def fails(ctx: CheckContext) -> None:
         claim = await ctx.allocated_claim(1)
         seen.append(claim["metadata"]["name"])
         await ctx.prepare(claim)
         ctx.fail("on purpose")
 
-    @check(ids[1], "finds the previous check's claim gone", tags=("prepare",), reference="test")
+    @check(ids[1], "finds the previous check's claim gone", tags=("prepare",), level=MUST, rule=RULE, reference="test")
     async def cleaned(ctx: CheckContext) -> None:
         ctx.expect(await objects.get(ctx.bed.kube, "ResourceClaim", seen[0]) is None, "claim left behind")
         ctx.expect(not ctx.calls(), "calls of the previous check leak into this one")
 
-    @check(ids[2], "hangs", tags=("slow",), reference="test")
+    @check(ids[2], "hangs", tags=("slow",), level=MUST, rule=RULE, reference="test")
     async def hangs(ctx: CheckContext) -> None:
         await asyncio.sleep(30)
 
-    @check(ids[3], "crashes", tags=("prepare",), reference="test")
+    @check(ids[3], "crashes", tags=("prepare",), level=MUST, rule=RULE, reference="test")
     async def crashes(ctx: CheckContext) -> None:
         raise RuntimeError("bug in the check")
 
-    @check(ids[4], "needs a restart", tags=("lifecycle",), reference="test", needs=(RESTART,))
+    @check(ids[4], "needs a restart", tags=("lifecycle",), level=MUST, rule=RULE, reference="test", needs=(RESTART,))
     async def restarts(ctx: CheckContext) -> None:
         raise AssertionError("never runs without --driver-cmd")
+
+    @check(
+        ids[5],
+        "fails a recommendation",
+        tags=("prepare",),
+        level=SHOULD,
+        rule=RULE,
+        reference="test",
+    )
+    async def recommends(ctx: CheckContext) -> None:
+        ctx.fail("not recommended")
 
     yield ids
     for check_id in ids:
@@ -100,6 +113,16 @@ async def test_verdicts_timeouts_crashes_and_clean_up_between_checks(probe_check
     assert results["ZZZ-903"].result == "failed" and "did not finish within 1 s" in results["ZZZ-903"].reason
     assert results["ZZZ-903"].seconds < 3
     assert results["ZZZ-904"].reason.startswith("RuntimeError: bug in the check")
+
+
+@pytest.mark.parametrize(("strict", "outcome", "code"), [(False, "warning", 0), (True, "failed", 1)])
+async def test_a_failed_should_check_warns_and_fails_the_run_only_when_strict(
+    probe_checks, strict: bool, outcome: str, code: int
+):
+    suite = await run_suite(Target(driver_cmd=REFERENCE), SuiteOptions(strict=strict), Selection(focus="^ZZZ-906"))
+    result = suite.by_id()["ZZZ-906"]
+    assert (result.result, result.reason, suite.exit_code) == (outcome, "not recommended", code)
+    assert suite.to_json()["counts"][outcome] == 1
 
 
 async def test_an_already_running_driver_is_checked_and_restart_checks_skip(probe_checks):

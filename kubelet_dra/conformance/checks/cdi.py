@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kubelet_dra.conformance.checks.prepare import prepared, require_devices
-from kubelet_dra.conformance.checks.unprepare import unprepared
+from kubelet_dra.conformance import rules
 from kubelet_dra.conformance.context import CheckContext
-from kubelet_dra.conformance.framework import check
+from kubelet_dra.conformance.framework import MUST, SHOULD, check
+from kubelet_dra.conformance.steps.claims import prepared, require_devices, unprepared
 from kubelet_dra.manager.cdi import CDIResolutionError, ContainerEdits, ResolvedDevice, scan, valid_cdi_id
 
 TAGS = ("cdi",)
@@ -51,7 +51,14 @@ def env_conflicts(edits: ContainerEdits) -> dict[str, set[str]]:
     return {key: seen for key, seen in values.items() if len(seen) > 1}
 
 
-@check("CDI-001", "every CDI device ID is fully qualified (vendor/class=name)", tags=TAGS, reference="SPEC §6.6 C11")
+@check(
+    "CDI-001",
+    "every CDI device ID is fully qualified (vendor/class=name)",
+    tags=TAGS,
+    level=MUST,
+    rule=rules.CDI_IDS,
+    reference="SPEC §6.6 C11",
+)
 async def qualified(ctx: CheckContext) -> None:
     claim = await ctx.allocated_claim(1)
     bad = [cdi_id for cdi_id in await prepared_ids(ctx, claim) if not valid_cdi_id(cdi_id)]
@@ -62,6 +69,8 @@ async def qualified(ctx: CheckContext) -> None:
     "CDI-002",
     "every CDI device ID is declared in a spec file under the CDI root when prepare returns",
     tags=TAGS,
+    level=MUST,
+    rule=rules.CDI_RESOLVE,
     reference="SPEC §4.2, §6.6 C11",
 )
 async def resolvable(ctx: CheckContext) -> None:
@@ -74,6 +83,8 @@ async def resolvable(ctx: CheckContext) -> None:
     "CDI-003",
     "preparing a claim again resolves its CDI IDs to the same container edits",
     tags=TAGS,
+    level=SHOULD,
+    rule=rules.IDEMPOTENT_PREPARE,
     reference="SPEC §6.6 C8, C11",
 )
 async def stable_edits(ctx: CheckContext) -> None:
@@ -90,6 +101,8 @@ async def stable_edits(ctx: CheckContext) -> None:
     "CDI-004",
     "after unprepare and a new prepare, the CDI IDs resolve again",
     tags=TAGS,
+    level=MUST,
+    rule=rules.CDI_RESOLVE,
     reference="SPEC §5.4, §6.6 C11",
 )
 async def recreated(ctx: CheckContext) -> None:
@@ -103,6 +116,8 @@ async def recreated(ctx: CheckContext) -> None:
     "CDI-005",
     "a pod's containers get CDI devices that resolve (warns when they set a variable to two values)",
     tags=(*TAGS, "lifecycle"),
+    level=MUST,
+    rule=rules.DEVICES_TO_RUNTIME,
     reference="SPEC §4.2, §5.3",
 )
 async def pod_devices(ctx: CheckContext) -> None:
@@ -123,6 +138,8 @@ async def pod_devices(ctx: CheckContext) -> None:
     "CDI-006",
     "the CDI spec files under the CDI root can all be read by a runtime",
     tags=TAGS,
+    level=SHOULD,
+    rule=rules.CDI_SPEC_FILES,
     reference="SPEC §4.2 (CDI spec format)",
 )
 async def well_formed(ctx: CheckContext) -> None:
@@ -130,3 +147,25 @@ async def well_formed(ctx: CheckContext) -> None:
     await prepared_ids(ctx, claim)
     _, malformed = scan([ctx.bed.cdi_root])
     ctx.expect(not malformed, "malformed CDI spec files: " + "; ".join(f"{path}: {why}" for path, why in malformed))
+
+
+@check(
+    "CDI-007",
+    "a pod's container gets at least one environment variable from the driver's CDI edits",
+    tags=(*TAGS, "lifecycle"),
+    level=SHOULD,
+    rule=rules.DRIVER_VARIABLES,
+    reference="SPEC §5.8; KEP-5970 behaviour 5",
+)
+async def driver_variables(ctx: CheckContext) -> None:
+    pod = await ctx.wait_prepared(await ctx.run_pod(1, running=False))
+    manager = ctx.bed.node.manager
+    ctx.expect(manager is not None, "the node runs without its DRA manager")
+    assert manager is not None
+    ids = manager.get_resources(pod, "main")
+    edits = sum((device.edits for device in resolved(ctx, ids, "container main")), ContainerEdits())
+    ctx.expect(
+        edits.env,
+        f"the CDI devices {ids} of the pod's container set no environment variable: KEP-5970 proves a device"
+        " reached a container by the variables its driver injects",
+    )

@@ -18,8 +18,9 @@ import attrs
 
 from kubelet_dra.api import dra_health_v1alpha1_pb2 as health_pb2
 from kubelet_dra.api.services import HealthResponse
+from kubelet_dra.conformance import rules
 from kubelet_dra.conformance.context import CheckContext
-from kubelet_dra.conformance.framework import HEALTH, check
+from kubelet_dra.conformance.framework import HEALTH, SHOULD, check
 from kubelet_dra.errors import StateError
 from kubelet_dra.plugins.health import DEFAULT_HEALTH_TIMEOUT, MESSAGE_MAX_BYTES, Health
 from kubelet_dra.plugins.manager import DEFAULT_HEALTH_RESTART_DELAY
@@ -107,6 +108,8 @@ def first(ctx: CheckContext, stream: Watch) -> HealthResponse:
     "HEA-001",
     f"NodeWatchResources sends a first device list within {FIRST_MESSAGE_WITHIN:g} s",
     tags=TAGS,
+    level=SHOULD,
+    rule=rules.HEALTH_COMPLETE_LIST,
     reference="SPEC §5.11, §6.6 C14",
     needs=NEEDS,
 )
@@ -119,6 +122,8 @@ async def first_message(ctx: CheckContext) -> None:
     "HEA-002",
     "every health message is the full list: each device published for this node, once",
     tags=TAGS,
+    level=SHOULD,
+    rule=rules.HEALTH_COMPLETE_LIST,
     reference="SPEC §5.11, §6.6 C14",
     needs=NEEDS,
 )
@@ -137,6 +142,8 @@ async def full_list(ctx: CheckContext) -> None:
     "HEA-003",
     "each device's health entry is valid: a known state, a sane timestamp and timeout, a short message",
     tags=TAGS,
+    level=SHOULD,
+    rule=rules.HEALTH_FIELDS,
     reference="SPEC §5.11, §1 (1024-byte messages)",
     needs=NEEDS,
 )
@@ -161,6 +168,8 @@ async def valid_entries(ctx: CheckContext) -> None:
     "HEA-004",
     "the stream repeats the full list more often than the devices' health timeout",
     tags=(*TAGS, "slow"),
+    level=SHOULD,
+    rule=rules.HEALTH_TIMEOUT,
     reference="SPEC §5.11, §6.6 C14",
     needs=NEEDS,
 )
@@ -184,6 +193,8 @@ async def repeats(ctx: CheckContext) -> None:
     "HEA-005",
     "the node sees every published device's health (none Unknown) through its own stream",
     tags=TAGS,
+    level=SHOULD,
+    rule=rules.HEALTH_COMPLETE_LIST,
     reference="SPEC §5.11",
     needs=NEEDS,
 )

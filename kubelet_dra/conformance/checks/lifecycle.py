@@ -13,26 +13,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-import attrs
-
-from kubelet_dra.conformance.checks.prepare import claim_label, device_summary, prepared, require_devices
-from kubelet_dra.conformance.checks.unprepare import unprepared
-from kubelet_dra.conformance.context import POD_TIMEOUT, CheckContext, call_failed, pool_devices
-from kubelet_dra.conformance.framework import EMBEDDED, RESTART, check
+from kubelet_dra.conformance import rules
+from kubelet_dra.conformance.context import POD_TIMEOUT, CheckContext, call_failed
+from kubelet_dra.conformance.framework import EMBEDDED, MUST, RESTART, check
+from kubelet_dra.conformance.steps.claims import claim_label, device_summary, prepared, require_devices, unprepared
+from kubelet_dra.conformance.steps.restarts import kubelet_restart, restore, usable
 from kubelet_dra.errors import StateError
-from kubelet_dra.plugins import PluginInstance
-from kubelet_dra.registration.manager import SocketPhase
 from kubelet_dra.testbed import DriverProcess, objects
 
 TAGS = ("lifecycle",)
 DISRUPTIVE = (*TAGS, "disruptive")
 CONCURRENT_PODS = 3
-REGISTER_WITHIN = 10.0
-"""How long a (re)started driver may take until the node can call it again."""
 DEREGISTER_WITHIN = 5.0
 
 
@@ -42,26 +36,6 @@ def process(ctx: CheckContext) -> DriverProcess:
     return ctx.driver
 
 
-async def usable(
-    ctx: CheckContext, timeout: float = REGISTER_WITHIN, *, replacing: Sequence[PluginInstance] = ()
-) -> str:
-    """Wait until the node can call the driver (again: through a new instance, with ``replacing``); why
-    not, if it cannot (at once when the driver's process exited)."""
-    driver = ctx.driver
-
-    def settled() -> bool:
-        return ctx.bed.usable(ctx.driver_name, replacing=replacing) or (driver is not None and not driver.running)
-
-    with contextlib.suppress(StateError):  # judged below, with the reason
-        await ctx.bed.until(settled, timeout=timeout, what="registered")
-    if ctx.bed.usable(ctx.driver_name, replacing=replacing):
-        return ""
-    exited = driver is not None and not driver.running
-    state = f"its process exited with code {driver.returncode}" if exited and driver else f"{timeout:g} s passed"
-    log = driver.log_tail(5).replace("\n", " | ") if driver is not None else ""
-    return f"{state}; driver log: {log}"
-
-
 async def restarted(ctx: CheckContext, driver: DriverProcess, *, kill: bool = False) -> None:
     """Restart the driver and wait until the node registered the new process, not just still lists the old."""
     before = ctx.bed.node.plugins.instances(ctx.driver_name)
@@ -69,20 +43,6 @@ async def restarted(ctx: CheckContext, driver: DriverProcess, *, kill: bool = Fa
     if problem := await usable(ctx, replacing=before):
         how = "a crash and a new start" if kill else "a restart"
         ctx.fail(f"{ctx.driver_name} was not registered again after {how} ({problem})")
-
-
-def restore(ctx: CheckContext) -> None:
-    """After the check, whatever happened: the node and the driver run, and the node can call the driver."""
-
-    async def running_again() -> None:
-        if not ctx.bed.node_running:
-            await ctx.bed.start_node()
-        if ctx.driver is not None:
-            await ctx.driver.start()
-        if problem := await usable(ctx):
-            raise StateError(f"could not restore {ctx.driver_name}: {problem}")
-
-    ctx.defer(running_again)
 
 
 def unprepared_by_node(ctx: CheckContext, claims: list[Mapping[str, Any]]) -> list[str]:
@@ -133,6 +93,8 @@ async def finish(ctx: CheckContext, pods: list[dict[str, Any]], claims: list[Map
     "LIF-001",
     "a pod with two claims runs, and deleting it unprepares both",
     tags=(*TAGS, "prepare", "unprepare"),
+    level=MUST,
+    rule=rules.POD_LIFECYCLE,
     reference="SPEC §5.3, §5.4",
 )
 async def pod_with_two_claims(ctx: CheckContext) -> None:
@@ -143,6 +105,8 @@ async def pod_with_two_claims(ctx: CheckContext) -> None:
     "LIF-002",
     f"{CONCURRENT_PODS} pods started and deleted at the same time all run and finish",
     tags=(*TAGS, "prepare", "unprepare"),
+    level=MUST,
+    rule=rules.CONCURRENT_CALLS,
     reference="SPEC §6.6 C12, §5.6",
 )
 async def concurrent_pods(ctx: CheckContext) -> None:
@@ -153,6 +117,8 @@ async def concurrent_pods(ctx: CheckContext) -> None:
     "LIF-003",
     "a gracefully stopped driver removes both its sockets, and the node deregisters it",
     tags=DISRUPTIVE,
+    level=MUST,
+    rule=rules.SOCKETS_REMOVED,
     reference="SPEC §6.6 C16, §2.5",
     needs=(RESTART,),
 )
@@ -178,6 +144,8 @@ async def sockets_removed(ctx: CheckContext) -> None:
     "LIF-004",
     "a restarted driver registers again and prepares claims",
     tags=DISRUPTIVE,
+    level=MUST,
+    rule=rules.DRIVER_RESTART,
     reference="SPEC §6.6 C17, §2.7",
     needs=(RESTART,),
 )
@@ -192,6 +160,8 @@ async def restart(ctx: CheckContext) -> None:
     "LIF-005",
     "claims prepared before a driver restart are prepared the same after it, and unprepared",
     tags=(*DISRUPTIVE, "prepare", "unprepare"),
+    level=MUST,
+    rule=rules.CLAIMS_ACROSS_RESTART,
     reference="SPEC §5.4, §3.5",
     needs=(RESTART,),
 )
@@ -211,6 +181,8 @@ async def prepared_survive_restart(ctx: CheckContext) -> None:
     "LIF-006",
     "a driver that crashed (SIGKILL, sockets left behind) registers again when started",
     tags=DISRUPTIVE,
+    level=MUST,
+    rule=rules.DRIVER_RESTART,
     reference="SPEC §6.6 C16, §3.5, §7 F2",
     needs=(RESTART,),
 )
@@ -221,86 +193,12 @@ async def crash(ctx: CheckContext) -> None:
     await prepared(ctx, await ctx.allocated_claim(1))
 
 
-NEVER_AFTER_LIMITS = 2.0
-"""A driver that has not republished after twice the limit is judged never to (it is only late before that)."""
-
-
-@attrs.frozen
-class KubeletRestart:
-    """What one kubelet restart did to the driver: its slices before the start-up wipe, the slices it
-    published after it, and whether it registered again."""
-
-    before: frozenset[tuple[str, str]]
-    """(pool, device) the driver's slices for the node listed before the restart."""
-    after: frozenset[tuple[str, str]]
-    """(pool, device) its slices created since the wipe list (once they cover ``before``, or at the limit)."""
-    new_slices: int
-    republished_after: float | None
-    """Seconds from the wipe until new slices listed every device listed before; ``None``: not while watched."""
-    within: float
-    """The limit (``--republish-within``)."""
-    watched: float
-    """How long the republish was waited for: past the limit too, to tell a late driver from one that never does."""
-    registration: str
-    """Why the restarted node could not call the driver again; empty when it could."""
-
-    def expect_republished(self, ctx: CheckContext) -> None:
-        if self.republished_after is None:
-            ctx.fail(
-                f"never republished: no slice listing the wiped devices in {self.watched:.0f} s of watching"
-                f" ({self.new_slices} new slice(s); the limit is {self.within:g} s). The kubelet wipes a node's"
-                " slices at every start (F14); the 0.36 kubeletplugin helper does not always recreate externally"
-                " deleted slices (fixed in 1.37)"
-            )
-        ctx.expect(
-            self.republished_after <= self.within,
-            f"late: the wiped slices were published again after {self.republished_after:.1f} s, past the limit"
-            f" of {self.within:g} s (--republish-within; the 0.36 kubeletplugin helper took 25-54 s)",
-        )
-
-
-async def kubelet_restart(ctx: CheckContext) -> KubeletRestart:
-    """Restart the kubelet (its start-up wipe deletes the node's slices) and watch the driver register again
-    and republish. Once per run: LIF-007, SLC-006 and SLC-007 judge the same restart, so a driver that takes
-    its time to republish costs the run that time once."""
-    return await ctx.observe("kubelet restart", lambda: _restart_kubelet(ctx))
-
-
-async def _restart_kubelet(ctx: CheckContext) -> KubeletRestart:
-    before = await ctx.slices()
-    old = {item["metadata"]["uid"] for item in before}
-    devices = pool_devices(before)
-    within = ctx.options.republish_within
-    restore(ctx)
-    node = await ctx.bed.restart_node()  # returns after its start-up wipe
-    wiped = time.monotonic()
-    registration = await usable(ctx)
-    if not registration and not any(
-        state.phase == SocketPhase.REGISTERED for state in node.registrations() if state.name == ctx.driver_name
-    ):
-        registration = f"no completed registration: {node.registrations()}"
-
-    async def new_slices() -> list[dict[str, Any]]:
-        return [item for item in await ctx.slices() if item["metadata"]["uid"] not in old]
-
-    async def republished() -> bool:
-        current = await new_slices()
-        return bool(current) and pool_devices(current) >= devices
-
-    seconds: float | None = None
-    watch = within * NEVER_AFTER_LIMITS
-    with contextlib.suppress(StateError):  # judged by the checks
-        await ctx.bed.until(republished, timeout=max(0.0, watch - (time.monotonic() - wiped)), what="slices")
-        seconds = time.monotonic() - wiped
-    current = await new_slices()
-    watched = time.monotonic() - wiped
-    return KubeletRestart(devices, pool_devices(current), len(current), seconds, within, watched, registration)
-
-
 @check(
     "LIF-007",
     "after a kubelet restart the driver registers again and republishes its wiped slices",
     tags=(*DISRUPTIVE, "slow"),
+    level=MUST,
+    rule=rules.REREGISTRATION,
     reference="SPEC §6.6 C17, §2.7, §3.6, §7 F14",
 )
 async def node_restart(ctx: CheckContext) -> None:
@@ -317,6 +215,8 @@ async def node_restart(ctx: CheckContext) -> None:
     "LIF-008",
     "a pod running across a driver restart is deleted cleanly (its claim unprepared)",
     tags=(*DISRUPTIVE, "unprepare"),
+    level=MUST,
+    rule=rules.POD_LIFECYCLE,
     reference="SPEC §5.4, §7 F15",
     needs=(RESTART,),
 )
@@ -333,6 +233,8 @@ async def pod_across_restart(ctx: CheckContext) -> None:
     "LIF-009",
     "the driver prepares claims again after the API server was restarted",
     tags=DISRUPTIVE,
+    level=MUST,
+    rule=rules.CLAIMS_FROM_API,
     reference="SPEC §6.3 (claims read from the API server)",
     needs=(EMBEDDED,),
 )
@@ -342,3 +244,35 @@ async def apiserver_restart(ctx: CheckContext) -> None:
     await ctx.bed.start_apiserver()
     claim = await ctx.allocated_claim(1)
     await prepared(ctx, claim)
+
+
+@check(
+    "LIF-010",
+    "after a pod holding all devices that fit at once is deleted, a new pod with a new claim for them runs",
+    tags=(*TAGS, "prepare", "unprepare"),
+    level=MUST,
+    rule=rules.RESOURCE_REUSE,
+    reference="SPEC §5.3, §5.5; KEP-5970 behaviour 7",
+)
+async def resource_reuse(ctx: CheckContext) -> None:
+    count = await ctx.allocatable_at_once()
+    ctx.expect(count, f"{ctx.driver_name} published no devices for {ctx.node_name} that can be allocated")
+    first = await ctx.wait_prepared(await ctx.run_pod(1, devices=count, running=False))
+    await released(ctx, await ctx.pod_claims(first), [first])
+    second = await ctx.wait_prepared(await ctx.run_pod(1, devices=count, running=False))
+    claims = await ctx.pod_claims(second)
+    ctx.expect(len(claims) == 1, f"the second pod has {len(claims)} claims, not 1")
+    await released(ctx, claims, [second])
+
+
+async def released(ctx: CheckContext, claims: list[dict[str, Any]], pods: list[dict[str, Any]]) -> None:
+    """Finish ``pods`` and wait until the control plane deleted their generated ``claims``: the claims hold
+    every device that fits, and the next pod (or check) can have them only once they are gone."""
+
+    async def gone() -> bool:
+        names = [claim["metadata"]["name"] for claim in claims]
+        return all([await objects.get(ctx.bed.kube, "ResourceClaim", name) is None for name in names])
+
+    await finish(ctx, pods, claims)
+    with contextlib.suppress(StateError):  # the control plane's business: the next allocation says what is held
+        await ctx.bed.until(gone, timeout=POD_TIMEOUT, what="the pod's claims deleted")

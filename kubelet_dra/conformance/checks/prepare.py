@@ -12,12 +12,20 @@ from __future__ import annotations
 import asyncio
 import copy
 import uuid
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubelet_dra.api import dra_v1_pb2
+from kubelet_dra.conformance import rules
 from kubelet_dra.conformance.context import CheckContext
-from kubelet_dra.conformance.framework import check
+from kubelet_dra.conformance.framework import MUST, SHOULD, check
+from kubelet_dra.conformance.steps.claims import (
+    claim_label,
+    device_summary,
+    expect_devices,
+    expect_keys,
+    prepared,
+    require_devices,
+)
 from kubelet_dra.testbed import manifests, objects
 
 TAGS = ("prepare",)
@@ -27,75 +35,6 @@ BATCH = ("conformance-batch-a", "conformance-batch-b", "conformance-batch-c")
 """Fixed names of PRE-003's claims: a reference-driver fault knob can pick one of them by name."""
 MISSING_DEVICE = "conformance-no-such-device"
 CONCURRENT_CALLS = 3
-
-
-def claim_label(claim: Mapping[str, Any]) -> str:
-    meta = claim["metadata"]
-    return f"{meta.get('namespace', 'default')}/{meta['name']} ({meta['uid']})"
-
-
-def expect_keys(
-    ctx: CheckContext, method: str, answered: Mapping[str, Any], claims: Sequence[Mapping[str, Any]]
-) -> None:
-    """One entry per requested claim UID, nothing else (the kubelet rejects the whole answer otherwise)."""
-    wanted = {claim["metadata"]["uid"]: claim for claim in claims}
-    missing = [claim_label(claim) for uid, claim in wanted.items() if uid not in answered]
-    extra = sorted(set(answered) - set(wanted))
-    ctx.expect(
-        not missing, f"{method} left out claim(s) {', '.join(missing)} (kubelet: skipped {len(missing)} claims, F17)"
-    )
-    ctx.expect(not extra, f"{method} answered for claim UID(s) nobody asked for: {extra} (kubelet: F16)")
-
-
-def expect_devices(ctx: CheckContext, claim: Mapping[str, Any], devices: Sequence[dra_v1_pb2.Device]) -> None:
-    """The devices of a prepared claim are the allocated ones, each naming pool, device and its request.
-
-    A shared device may be allocated to several requests of one claim, once per request with its own
-    shareID; the driver then answers one entry per share, each naming its request."""
-    results = [r for r in claim["status"]["allocation"]["devices"]["results"] if r["driver"] == ctx.driver_name]
-    allocated: dict[tuple[str, str], set[str]] = {}
-    for result in results:
-        allocated.setdefault((result["pool"], result["device"]), set()).add(result["request"].split("/")[0])
-    by_share = {r["shareID"]: r["request"].split("/")[0] for r in results if "shareID" in r}
-    label = claim_label(claim)
-    named: set[tuple[tuple[str, str], str]] = set()
-    for device in devices:
-        ctx.expect(device.pool_name and device.device_name, f"claim {label}: a device without pool or device name")
-        key = (device.pool_name, device.device_name)
-        ctx.expect(key in allocated, f"claim {label}: device {'/'.join(key)} was not allocated ({sorted(allocated)})")
-        share = device.share_id if device.HasField("share_id") else ""
-        expected = {by_share[share]} if share in by_share else allocated[key]
-        requests = {name.split("/")[0] for name in device.request_names}
-        ctx.expect(
-            bool(requests & expected),
-            f"claim {label}: device {'/'.join(key)}{f' (share {share})' if share else ''} names requests"
-            f" {list(device.request_names)}, not its request {' or '.join(sorted(expected))!r}"
-            " (containers asking for that request would not get it)",
-        )
-        named |= {(key, request) for request in requests}
-    unanswered = sorted(
-        f"{'/'.join(key)} for {request!r}"
-        for key, wanted in allocated.items()
-        for request in wanted
-        if (key, request) not in named
-    )
-    ctx.expect(not unanswered, f"claim {label}: no prepared device answers {', '.join(unanswered)}")
-
-
-async def prepared(ctx: CheckContext, *claims: Mapping[str, Any]) -> dict[str, list[dra_v1_pb2.Device]]:
-    """Prepare ``claims`` in one call, which must succeed for each with its allocated devices; UID → devices."""
-    response = await ctx.prepare(*claims)
-    expect_keys(ctx, "NodePrepareResources", response.claims, claims)
-    for claim in claims:
-        entry = response.claims[claim["metadata"]["uid"]]
-        ctx.expect(not entry.error, f"NodePrepareResources failed claim {claim_label(claim)}: {entry.error}")
-        expect_devices(ctx, claim, entry.devices)
-    return {claim["metadata"]["uid"]: list(response.claims[claim["metadata"]["uid"]].devices) for claim in claims}
-
-
-async def published_devices(ctx: CheckContext) -> int:
-    """How many devices the driver's slices list for this node."""
-    return sum(len(item["spec"].get("devices") or []) for item in await ctx.slices())
 
 
 async def shareable_devices(ctx: CheckContext) -> set[tuple[str, str]]:
@@ -108,24 +47,12 @@ async def shareable_devices(ctx: CheckContext) -> set[tuple[str, str]]:
     }
 
 
-async def require_devices(ctx: CheckContext, count: int) -> None:
-    """Skip a check that needs ``count`` devices on a node with fewer (a one-GPU node is a fine target);
-    with none at all the check goes on and fails on its allocation."""
-    published = await published_devices(ctx)
-    if 0 < published < count:
-        ctx.skip(f"needs {count} devices of {ctx.driver_name} on {ctx.node_name}; its slices list {published}")
-
-
-def device_summary(devices: Sequence[dra_v1_pb2.Device]) -> list[tuple[str, str, tuple[str, ...], tuple[str, ...]]]:
-    return sorted(
-        (d.pool_name, d.device_name, tuple(sorted(d.request_names)), tuple(sorted(d.cdi_device_ids))) for d in devices
-    )
-
-
 @check(
     "PRE-001",
     "an empty NodePrepareResources request returns OK with an empty map",
     tags=TAGS,
+    level=SHOULD,
+    rule=rules.EMPTY_REQUEST,
     reference="SPEC §6.6 C13",
 )
 async def empty_request(ctx: CheckContext) -> None:
@@ -137,6 +64,8 @@ async def empty_request(ctx: CheckContext) -> None:
     "PRE-002",
     "one claim is prepared with exactly its allocated devices, keyed by its UID",
     tags=TAGS,
+    level=MUST,
+    rule=rules.PREPARE_EVERY_CLAIM,
     reference="SPEC §6.6 C7, C11",
 )
 async def one_claim(ctx: CheckContext) -> None:
@@ -149,6 +78,8 @@ async def one_claim(ctx: CheckContext) -> None:
     "PRE-003",
     "a batch of claims gets one entry per claim UID and no other keys",
     tags=TAGS,
+    level=MUST,
+    rule=rules.PREPARE_EVERY_CLAIM,
     reference="SPEC §6.6 C7, §7 F16–F17",
 )
 async def batch(ctx: CheckContext) -> None:
@@ -161,6 +92,8 @@ async def batch(ctx: CheckContext) -> None:
     "PRE-004",
     "each device names the request it was allocated for (claims with several requests)",
     tags=TAGS,
+    level=MUST,
+    rule=rules.REQUEST_NAMES,
     reference="SPEC §4.2, §6.6 C11",
 )
 async def several_requests(ctx: CheckContext) -> None:
@@ -174,6 +107,8 @@ async def several_requests(ctx: CheckContext) -> None:
     "PRE-005",
     "preparing a prepared claim again returns the same devices (--idempotency-count times)",
     tags=TAGS,
+    level=MUST,
+    rule=rules.IDEMPOTENT_PREPARE,
     reference="SPEC §6.6 C8, §5.4",
 )
 async def idempotent(ctx: CheckContext) -> None:
@@ -202,6 +137,8 @@ async def _claim_of_missing_device(ctx: CheckContext, model: dict[str, Any]) -> 
     "PRE-006",
     "a failing claim is reported in its entry's error while the other claims of the batch are prepared",
     tags=TAGS,
+    level=SHOULD,
+    rule=rules.PREPARE_ERRORS,
     reference="SPEC §6.6 C10, §4.2",
 )
 async def per_claim_error(ctx: CheckContext) -> None:
@@ -230,6 +167,8 @@ async def per_claim_error(ctx: CheckContext) -> None:
     "PRE-007",
     "NodePrepareResources answers well within the kubelet's 45 s (warns past --latency-warning)",
     tags=TAGS,
+    level=MUST,
+    rule=rules.CALL_TIMEOUT,
     reference="SPEC §1 (defaultClientCallTimeout), §6.6 C7",
 )
 async def latency(ctx: CheckContext) -> None:
@@ -244,6 +183,8 @@ async def latency(ctx: CheckContext) -> None:
     "PRE-008",
     f"{CONCURRENT_CALLS} concurrent NodePrepareResources calls for different claims all succeed",
     tags=TAGS,
+    level=MUST,
+    rule=rules.CONCURRENT_CALLS,
     reference="SPEC §6.6 C12, §5.6",
 )
 async def concurrent(ctx: CheckContext) -> None:

@@ -16,8 +16,9 @@ from typing import Any
 
 from kubelet_dra.api import pluginregistration_pb2
 from kubelet_dra.api.services import REGISTRATION, PluginType, negotiate
+from kubelet_dra.conformance import rules
 from kubelet_dra.conformance.context import CheckContext
-from kubelet_dra.conformance.framework import check
+from kubelet_dra.conformance.framework import MUST, SHOULD, check
 from kubelet_dra.conformance.probe import RawCallFailed, get_info, raw_call
 from kubelet_dra.errors import DriverError
 
@@ -50,6 +51,8 @@ async def _info(ctx: CheckContext, timeout: float = GET_INFO_BUDGET) -> Any:
     "REG-001",
     "registration socket is a Unix socket directly in the registry dir, name not starting with '.'",
     tags=TAGS,
+    level=MUST,
+    rule=rules.WATCHED_SOCKET,
     reference="SPEC §6.6 C1, §7 F1",
 )
 async def registration_socket(ctx: CheckContext) -> None:
@@ -71,6 +74,8 @@ async def registration_socket(ctx: CheckContext) -> None:
     "REG-002",
     "the node registers the driver and connects to its service",
     tags=TAGS,
+    level=MUST,
+    rule=rules.REGISTERED,
     reference="SPEC §6.6 C2–C6, §7 F1–F10, USERS #2",
 )
 async def node_registers(ctx: CheckContext) -> None:
@@ -78,7 +83,14 @@ async def node_registers(ctx: CheckContext) -> None:
     ctx.expect(ctx.bed.node.plugins.usable(ctx.driver_name), f"the node has no connected instance of {ctx.driver_name}")
 
 
-@check("REG-003", "GetInfo answers within 1 s", tags=TAGS, reference="SPEC §6.6 C2, §7 F3")
+@check(
+    "REG-003",
+    "GetInfo answers within 1 s",
+    tags=TAGS,
+    level=MUST,
+    rule=rules.GET_INFO_TIMEOUT,
+    reference="SPEC §6.6 C2, §7 F3",
+)
 async def get_info_in_time(ctx: CheckContext) -> None:
     _, seconds = await ctx.timed(_info(ctx, timeout=GET_INFO_BUDGET + 1))
     ctx.expect(
@@ -87,7 +99,14 @@ async def get_info_in_time(ctx: CheckContext) -> None:
     )
 
 
-@check("REG-004", 'GetInfo reports type "DRAPlugin"', tags=TAGS, reference="SPEC §6.6 C2, §7 F4")
+@check(
+    "REG-004",
+    'GetInfo reports type "DRAPlugin"',
+    tags=TAGS,
+    level=MUST,
+    rule=rules.PLUGIN_TYPE,
+    reference="SPEC §6.6 C2, §7 F4",
+)
 async def get_info_type(ctx: CheckContext) -> None:
     info = await _info(ctx)
     ctx.expect(
@@ -100,6 +119,8 @@ async def get_info_type(ctx: CheckContext) -> None:
     "REG-005",
     "GetInfo names the driver: a non-empty DNS subdomain, the name the suite was given",
     tags=TAGS,
+    level=MUST,
+    rule=rules.PLUGIN_NAME,
     reference="SPEC §6.6 C2",
 )
 async def get_info_name(ctx: CheckContext) -> None:
@@ -118,6 +139,8 @@ async def get_info_name(ctx: CheckContext) -> None:
     "REG-006",
     "supported_versions lists v1.DRAPlugin or v1beta1.DRAPlugin",
     tags=(*TAGS, "versions"),
+    level=MUST,
+    rule=rules.SUPPORTED_VERSIONS,
     reference="SPEC §6.6 C3, §7 F5–F6",
 )
 async def supported_versions(ctx: CheckContext) -> None:
@@ -132,6 +155,8 @@ async def supported_versions(ctx: CheckContext) -> None:
     "REG-007",
     "GetInfo endpoint is an absolute path to an existing Unix socket",
     tags=TAGS,
+    level=MUST,
+    rule=rules.ENDPOINT,
     reference="SPEC §6.6 C4, §7 F8, F10",
 )
 async def endpoint_path(ctx: CheckContext) -> None:
@@ -152,6 +177,8 @@ async def endpoint_path(ctx: CheckContext) -> None:
     "REG-008",
     "NotifyRegistrationStatus(true) is accepted without an error within 5 s",
     tags=TAGS,
+    level=MUST,
+    rule=rules.NOTIFY_TRUE,
     reference="SPEC §6.6 C6, §7 F9",
 )
 async def notify_true(ctx: CheckContext) -> None:
@@ -179,6 +206,8 @@ async def _notify(ctx: CheckContext, request: Any, timeout: float) -> Any:
     "REG-009",
     "NotifyRegistrationStatus(false) is answered and the driver keeps serving",
     tags=TAGS,
+    level=SHOULD,
+    rule=rules.NOTIFY_FALSE,
     reference="SPEC §2.4, §7 F4–F6",
 )
 async def notify_false(ctx: CheckContext) -> None:
@@ -204,6 +233,8 @@ async def notify_false(ctx: CheckContext) -> None:
     "REG-010",
     "GetInfo answers the same on fresh connections and matches what the node registered",
     tags=TAGS,
+    level=MUST,
+    rule=rules.REREGISTRATION,
     reference="SPEC §2.3, §6.6 C17",
 )
 async def get_info_stable(ctx: CheckContext) -> None:
@@ -222,6 +253,8 @@ async def get_info_stable(ctx: CheckContext) -> None:
     "REG-011",
     "one registration socket and one service endpoint per driver instance",
     tags=TAGS,
+    level=SHOULD,
+    rule=rules.ONE_SOCKET_PER_INSTANCE,
     reference="SPEC §7 F7, F20",
 )
 async def one_instance(ctx: CheckContext) -> None:
@@ -239,6 +272,8 @@ async def one_instance(ctx: CheckContext) -> None:
     "REG-012",
     "the registration socket answers an unknown method with UNIMPLEMENTED, promptly",
     tags=TAGS,
+    level=SHOULD,
+    rule=rules.GRPC_UNIMPLEMENTED,
     reference="SPEC §2.3 (gRPC status semantics)",
 )
 async def unknown_registration_method(ctx: CheckContext) -> None:

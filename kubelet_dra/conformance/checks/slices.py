@@ -11,9 +11,10 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from kubelet_dra.conformance.checks.lifecycle import kubelet_restart
+from kubelet_dra.conformance import rules
 from kubelet_dra.conformance.context import CheckContext, pool_devices
-from kubelet_dra.conformance.framework import check
+from kubelet_dra.conformance.framework import MUST, SHOULD, check
+from kubelet_dra.conformance.steps.restarts import kubelet_restart
 from kubelet_dra.testbed import objects
 
 TAGS = ("slices",)
@@ -40,7 +41,14 @@ async def _all(ctx: CheckContext) -> list[dict[str, Any]]:
     return await objects.list_objects(ctx.bed.kube, "ResourceSlice", field_selector=f"spec.driver={ctx.driver_name}")
 
 
-@check("SLC-001", "ResourceSlices are published for this node", tags=TAGS, reference="SPEC §6.6 C15, §3.6")
+@check(
+    "SLC-001",
+    "ResourceSlices are published for this node",
+    tags=TAGS,
+    level=MUST,
+    rule=rules.SLICES_PUBLISHED,
+    reference="SPEC §6.6 C15, §3.6",
+)
 async def published(ctx: CheckContext) -> None:
     slices = await _own(ctx)
     ctx.expect(pool_devices(slices), "the driver's slices for this node list no devices")
@@ -50,6 +58,8 @@ async def published(ctx: CheckContext) -> None:
     "SLC-002",
     "every slice names the driver, a node placement, a pool with generation and slice count",
     tags=TAGS,
+    level=MUST,
+    rule=rules.SLICE_FIELDS,
     reference="SPEC §6.6 C15",
 )
 async def well_formed(ctx: CheckContext) -> None:
@@ -78,6 +88,8 @@ async def well_formed(ctx: CheckContext) -> None:
     "SLC-003",
     "the slices of a pool agree on its generation and their number is its resourceSliceCount",
     tags=TAGS,
+    level=MUST,
+    rule=rules.POOL_COMPLETE,
     reference="SPEC §6.4 (pool completeness)",
 )
 async def pools_complete(ctx: CheckContext) -> None:
@@ -95,6 +107,8 @@ async def pools_complete(ctx: CheckContext) -> None:
     "SLC-004",
     "device names are DNS labels, unique within their pool",
     tags=TAGS,
+    level=MUST,
+    rule=rules.DEVICE_NAMES,
     reference="SPEC §4.2, §6.6 C11",
 )
 async def device_names(ctx: CheckContext) -> None:
@@ -112,6 +126,8 @@ async def device_names(ctx: CheckContext) -> None:
     "SLC-005",
     "the driver writes no slice for another node",
     tags=TAGS,
+    level=MUST,
+    rule=rules.OWN_NODE,
     reference="SPEC §6.6 C15 (node authorizer: own node only)",
 )
 async def own_node_only(ctx: CheckContext) -> None:
@@ -127,6 +143,8 @@ async def own_node_only(ctx: CheckContext) -> None:
     "SLC-006",
     "slices wiped at a kubelet start are published again within the limit (--republish-within)",
     tags=(*TAGS, "disruptive", "slow"),
+    level=MUST,
+    rule=rules.REPUBLISH,
     reference="SPEC §6.6 C15, §7 F14, USERS #10",
 )
 async def republished(ctx: CheckContext) -> None:
@@ -141,6 +159,8 @@ async def republished(ctx: CheckContext) -> None:
     "SLC-007",
     "republished slices describe the same pools and devices",
     tags=(*TAGS, "disruptive", "slow"),
+    level=SHOULD,
+    rule=rules.REPUBLISH,
     reference="SPEC §6.6 C15, §3.6",
 )
 async def republished_same(ctx: CheckContext) -> None:
@@ -154,6 +174,8 @@ async def republished_same(ctx: CheckContext) -> None:
     "SLC-008",
     "prepared devices are the allocated ones and exist in the published slices",
     tags=(*TAGS, "prepare"),
+    level=MUST,
+    rule=rules.PUBLISHED_PREPARABLE,
     reference="SPEC §4.2, §6.6 C11",
 )
 async def prepared_devices_published(ctx: CheckContext) -> None:
@@ -175,6 +197,8 @@ async def prepared_devices_published(ctx: CheckContext) -> None:
     "SLC-009",
     "every published device can be allocated and prepared at once (as many as their shared counters allow)",
     tags=(*TAGS, "prepare"),
+    level=MUST,
+    rule=rules.PUBLISHED_PREPARABLE,
     reference="SPEC §3.6, §6.6 C15",
 )
 async def all_devices_preparable(ctx: CheckContext) -> None:

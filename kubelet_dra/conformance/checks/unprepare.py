@@ -9,32 +9,22 @@ idempotent, must not need the claim from the API server, and must give the devic
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from typing import Any
 
 from kubelet_dra.api import dra_v1_pb2
-from kubelet_dra.conformance.checks.prepare import (
-    claim_label,
+from kubelet_dra.conformance import rules
+from kubelet_dra.conformance.context import CheckContext
+from kubelet_dra.conformance.framework import MUST, SHOULD, check
+from kubelet_dra.conformance.steps.claims import (
     device_summary,
-    expect_keys,
     prepared,
     require_devices,
+    unprepared,
 )
-from kubelet_dra.conformance.context import CheckContext
-from kubelet_dra.conformance.framework import check
 from kubelet_dra.testbed import objects
 
 TAGS = ("unprepare",)
 BATCH_SIZE = 3
-
-
-async def unprepared(ctx: CheckContext, *claims: Mapping[str, Any], why: str = "") -> None:
-    """Unprepare ``claims`` in one call, which must succeed for each of them."""
-    response = await ctx.unprepare(*claims)
-    expect_keys(ctx, "NodeUnprepareResources", response.claims, claims)
-    for claim in claims:
-        error = response.claims[claim["metadata"]["uid"]].error
-        ctx.expect(not error, f"NodeUnprepareResources failed claim {claim_label(claim)}{why}: {error}")
 
 
 def unknown_claims(count: int) -> list[dict[str, Any]]:
@@ -49,6 +39,8 @@ def unknown_claims(count: int) -> list[dict[str, Any]]:
     "UNP-001",
     "a prepared claim is unprepared: one entry keyed by its UID, without error",
     tags=TAGS,
+    level=MUST,
+    rule=rules.UNPREPARE_RULES,
     reference="SPEC §5.4, §6.6 C7",
 )
 async def unprepare_prepared(ctx: CheckContext) -> None:
@@ -61,6 +53,8 @@ async def unprepare_prepared(ctx: CheckContext) -> None:
     "UNP-002",
     "unpreparing a claim the driver never prepared succeeds",
     tags=TAGS,
+    level=MUST,
+    rule=rules.UNPREPARE_AGAIN,
     reference="SPEC §6.6 C9 (helper contract)",
 )
 async def unprepare_unknown(ctx: CheckContext) -> None:
@@ -71,6 +65,8 @@ async def unprepare_unknown(ctx: CheckContext) -> None:
     "UNP-003",
     "unpreparing a claim a second time succeeds",
     tags=TAGS,
+    level=MUST,
+    rule=rules.UNPREPARE_AGAIN,
     reference="SPEC §6.6 C9, §5.4",
 )
 async def unprepare_twice(ctx: CheckContext) -> None:
@@ -84,6 +80,8 @@ async def unprepare_twice(ctx: CheckContext) -> None:
     "UNP-004",
     "an empty NodeUnprepareResources request returns OK with an empty map",
     tags=TAGS,
+    level=SHOULD,
+    rule=rules.EMPTY_REQUEST,
     reference="SPEC §6.3, §6.6 C13",
 )
 async def empty_request(ctx: CheckContext) -> None:
@@ -95,6 +93,8 @@ async def empty_request(ctx: CheckContext) -> None:
     "UNP-005",
     "a batch of prepared and unknown claims gets one entry per claim UID, all without error",
     tags=TAGS,
+    level=MUST,
+    rule=rules.UNPREPARE_RULES,
     reference="SPEC §6.6 C7, C9",
 )
 async def batch(ctx: CheckContext) -> None:
@@ -108,6 +108,8 @@ async def batch(ctx: CheckContext) -> None:
     "UNP-006",
     "a claim already deleted from the API server is unprepared (unprepare needs no API object)",
     tags=TAGS,
+    level=MUST,
+    rule=rules.UNPREPARE_WITHOUT_API,
     reference="SPEC §5.4, §7 F15",
 )
 async def unprepare_deleted(ctx: CheckContext) -> None:
@@ -121,6 +123,8 @@ async def unprepare_deleted(ctx: CheckContext) -> None:
     "UNP-007",
     "an unprepared claim is prepared again with the same devices",
     tags=TAGS,
+    level=MUST,
+    rule=rules.IDEMPOTENT_PREPARE,
     reference="SPEC §5.4, §6.6 C8",
 )
 async def prepare_after_unprepare(ctx: CheckContext) -> None:
@@ -136,6 +140,8 @@ async def prepare_after_unprepare(ctx: CheckContext) -> None:
     "UNP-008",
     "unpreparing gives the devices back: all of them can be prepared for another claim",
     tags=TAGS,
+    level=MUST,
+    rule=rules.DEVICES_RETURNED,
     reference="SPEC §5.4 (exclusive devices)",
 )
 async def devices_freed(ctx: CheckContext) -> None:

@@ -14,8 +14,9 @@ from typing import Any
 import grpc
 
 from kubelet_dra.api.services import DRA_HEALTH_V1, DRA_HEALTH_V1ALPHA1, DRA_SERVICES, Service, full_method, negotiate
+from kubelet_dra.conformance import rules
 from kubelet_dra.conformance.context import CheckContext, claim_ref
-from kubelet_dra.conformance.framework import HEALTH, check
+from kubelet_dra.conformance.framework import HEALTH, MUST, SHOULD, check
 from kubelet_dra.conformance.probe import RawCallFailed, raw_call, service_for
 
 TAGS = ("versions",)
@@ -54,6 +55,8 @@ def _empty(service: Service, method: str) -> Any:
     "VER-001",
     "every advertised DRA service answers NodePrepare/NodeUnprepareResources under its wire name",
     tags=TAGS,
+    level=MUST,
+    rule=rules.WIRE_NAME,
     reference="SPEC §6.6 C5, §4.6, §7 F11",
 )
 async def wire_names(ctx: CheckContext) -> None:
@@ -76,6 +79,8 @@ async def wire_names(ctx: CheckContext) -> None:
     "VER-002",
     "every advertised DRA service prepares a claim with its allocated devices, the same through each version",
     tags=(*TAGS, "prepare"),
+    level=MUST,
+    rule=rules.SUPPORTED_VERSIONS,
     reference="SPEC §3.1, §4.2, §6.6 C3, USERS #18",
 )
 async def each_version_prepares(ctx: CheckContext) -> None:
@@ -113,6 +118,8 @@ async def each_version_prepares(ctx: CheckContext) -> None:
     "VER-003",
     "the advertised identifier is not served as a gRPC service name (UNIMPLEMENTED)",
     tags=TAGS,
+    level=SHOULD,
+    rule=rules.WIRE_NAME,
     reference="SPEC §4.6, §7 F11",
 )
 async def identifier_is_not_a_service(ctx: CheckContext) -> None:
@@ -133,6 +140,8 @@ async def identifier_is_not_a_service(ctx: CheckContext) -> None:
     "VER-004",
     "supported_versions lists each identifier once, and no wire service names",
     tags=(*TAGS, "registration"),
+    level=SHOULD,
+    rule=rules.IDENTIFIERS,
     reference="SPEC §3.1, §4.6, §7 F6",
 )
 async def identifiers_well_formed(ctx: CheckContext) -> None:
@@ -151,6 +160,8 @@ async def identifiers_well_formed(ctx: CheckContext) -> None:
     "VER-005",
     "the service the kubelet picks (the first listed) serves the node's connection made at registration",
     tags=TAGS,
+    level=MUST,
+    rule=rules.FIRST_SUPPORTED,
     reference="SPEC §3.1, §3.3, §6.6 C3, §7 F11",
 )
 async def negotiated(ctx: CheckContext) -> None:
@@ -173,6 +184,8 @@ async def negotiated(ctx: CheckContext) -> None:
     "VER-006",
     "an unknown method of the DRA service answers UNIMPLEMENTED",
     tags=TAGS,
+    level=SHOULD,
+    rule=rules.GRPC_UNIMPLEMENTED,
     reference="SPEC §4.6 (gRPC status semantics)",
 )
 async def unknown_method(ctx: CheckContext) -> None:
@@ -190,6 +203,8 @@ async def unknown_method(ctx: CheckContext) -> None:
     "VER-007",
     "one connection to the endpoint carries many calls",
     tags=TAGS,
+    level=MUST,
+    rule=rules.FIRST_SUPPORTED,
     reference="SPEC §3.3 (one connection per instance, created at registration)",
 )
 async def one_connection(ctx: CheckContext) -> None:
@@ -210,6 +225,8 @@ async def one_connection(ctx: CheckContext) -> None:
     "VER-008",
     "every advertised health service streams under its wire name",
     tags=(*TAGS, "health"),
+    level=MUST,
+    rule=rules.HEALTH_WIRE_NAME,
     reference="SPEC §5.11, §6.6 C14; SPEC-1.37 §2.1",
     needs=(HEALTH,),
 )
