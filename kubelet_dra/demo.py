@@ -57,7 +57,9 @@ class Demo:
     kubeconfig: Path | None = None
 
     async def run(self, until_stopped: Callable[[], Awaitable[None]] | None = None) -> list[Step]:
-        options = TestbedOptions(node_name=NODE, node=NodeOptions(release=self.release, pod_retry_period=0.5))
+        options = TestbedOptions(
+            node_name=NODE, node=NodeOptions(release=self.release, pod_retry_period=0.5, pod_resync_period=0.5)
+        )
         async with Testbed(options, workdir=self.workdir) as bed:
             self.kubeconfig = bed.kubeconfig
             await bed.add_driver(DriverSpec(DRIVER, extra_args=("--devices", "2")), wait=None)

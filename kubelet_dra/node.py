@@ -46,7 +46,7 @@ from kubelet_dra.plugins import (
     PluginInstance,
     PluginMap,
 )
-from kubelet_dra.pods import DEFAULT_RETRY_PERIOD, PodWorkers
+from kubelet_dra.pods import CLEANUP_DELAY, DEFAULT_RESYNC_PERIOD, DEFAULT_RETRY_PERIOD, PodWorkers
 from kubelet_dra.registration import Diagnosis, HandshakeTimeouts, PluginManager, SocketState
 from kubelet_dra.release import DEFAULT_RELEASE, KubeletRelease
 from kubelet_dra.slices import ResourceSliceWiper, WipeOutcome
@@ -105,7 +105,12 @@ class NodeOptions:
     reconcile_period: float = DEFAULT_RECONCILE_PERIOD
     """How often the DRA manager unprepares claims of pods that are no longer active."""
     pod_retry_period: float = DEFAULT_RETRY_PERIOD
-    """Backoff before a failed pod sync (prepare, unprepare, final delete) is retried, plus up to 50 % jitter."""
+    """Back-off before a failed pod sync (unprepare, final status or delete) is retried, plus up to 50 % jitter."""
+    pod_resync_period: float = DEFAULT_RESYNC_PERIOD
+    """The kubelet's sync frequency: a pod (one whose prepare failed included) is synced again after this, plus up
+    to 50 % jitter, unless it changes first."""
+    pod_cleanup_delay: float = CLEANUP_DELAY
+    """From a deleted pod's terminal status to the end of its deletion (the kubelet's PLEG relist period)."""
     metrics_port: int | None = None
     """Serve ``/metrics`` on this port (0: any free one, see ``Node.metrics_url``); ``None``: not served."""
     metrics_address: str = "127.0.0.1"
@@ -208,6 +213,8 @@ class Node:
                 self.manager,
                 health=self.health.devices if self.health else lambda _driver: [],
                 retry_period=options.pod_retry_period,
+                resync_period=options.pod_resync_period,
+                cleanup_delay=options.pod_cleanup_delay,
                 rng=rng,
                 on_change=self._notify,
             )

@@ -91,6 +91,7 @@ class NodeEnv:
         """A node that runs its pods (checkpoint in ``state_dir``), retrying failed pod syncs after 0.2 s."""
         options.setdefault("state_dir", str(self.state_dir))
         options.setdefault("pod_retry_period", 0.2)
+        options.setdefault("pod_resync_period", 0.2)
         async with self.node(**options) as node:
             yield node
 

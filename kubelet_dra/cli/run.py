@@ -32,7 +32,7 @@ from kubelet_dra.errors import UsageError
 from kubelet_dra.fleet import Fleet, NodeLayout, NodeRow, expand, view
 from kubelet_dra.manager import DEFAULT_RECONCILE_PERIOD
 from kubelet_dra.node import NodeOptions
-from kubelet_dra.pods import DEFAULT_RETRY_PERIOD
+from kubelet_dra.pods import DEFAULT_RESYNC_PERIOD, DEFAULT_RETRY_PERIOD
 from kubelet_dra.scenarios.record import Recorder
 from kubelet_dra.testbed import PLACEHOLDERS, DriverSpec, command_words
 
@@ -107,8 +107,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=DEFAULT_RETRY_PERIOD,
         metavar="SECONDS",
-        help="wait before retrying a failed prepare, unprepare or final delete of a pod, plus up to 50%% jitter"
-        " (default: %(default)g, the kubelet's pod worker backoff)",
+        help="wait before retrying a failed unprepare, final status or final delete of a pod, plus up to 50%%"
+        " jitter (default: %(default)g, the kubelet's pod worker back-off)",
+    )
+    parser.add_argument(
+        "--pod-resync-period",
+        type=float,
+        default=DEFAULT_RESYNC_PERIOD,
+        metavar="SECONDS",
+        help="wait before syncing a pod again, e.g. retrying a failed prepare, plus up to 50%% jitter"
+        " (default: %(default)g, the kubelet's --sync-frequency)",
     )
     parser.add_argument(
         "--metrics-port",
@@ -127,7 +135,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def options(args: argparse.Namespace) -> NodeOptions:
-    for flag, value in (("--reconcile-period", args.reconcile_period), ("--pod-retry-period", args.pod_retry_period)):
+    periods = (
+        ("--reconcile-period", args.reconcile_period),
+        ("--pod-retry-period", args.pod_retry_period),
+        ("--pod-resync-period", args.pod_resync_period),
+    )
+    for flag, value in periods:
         if value <= 0:
             raise UsageError(
                 f"{flag[2:].replace('-', ' ')} must be positive", where=flag, fix="give a number of seconds"
@@ -159,6 +172,7 @@ def options(args: argparse.Namespace) -> NodeOptions:
         calls_kept=None if args.record else CALLS_KEPT,
         reconcile_period=args.reconcile_period,
         pod_retry_period=args.pod_retry_period,
+        pod_resync_period=args.pod_resync_period,
         metrics_port=args.metrics_port or None,
         metrics_address=args.metrics_address,
     )

@@ -138,6 +138,7 @@ def node_options(node: Mapping[str, Any], timing: Mapping[str, Any]) -> NodeOpti
         "callTimeout": "call_timeout",
         "reconcilePeriod": "reconcile_period",
         "podRetryPeriod": "pod_retry_period",
+        "podResyncPeriod": "pod_resync_period",
     }
     values: dict[str, Any] = {field: seconds(timing[key]) for key, field in durations.items() if key in timing}
     flags = {"kubeletTiming": "kubelet_timing", "legacyServices": "legacy_services", "health": "health"}

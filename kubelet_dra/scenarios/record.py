@@ -258,6 +258,7 @@ class Recorder:
                 "wipingDelay": f"{options.wiping_delay:g}s",
                 "callTimeout": f"{options.call_timeout:g}s",
                 "podRetryPeriod": f"{options.pod_retry_period:g}s",
+                "podResyncPeriod": f"{options.pod_resync_period:g}s",
                 "reconcilePeriod": f"{options.reconcile_period:g}s",
                 "within": RECORDED_WITHIN,
             },

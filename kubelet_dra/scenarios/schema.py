@@ -285,6 +285,7 @@ SCHEMA: dict[str, Any] = {
                     "callTimeout": ref("duration"),
                     "reconcilePeriod": ref("duration"),
                     "podRetryPeriod": ref("duration"),
+                    "podResyncPeriod": ref("duration"),
                     "stepTimeout": ref("duration"),
                     "within": ref("duration"),
                 },

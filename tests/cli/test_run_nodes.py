@@ -60,7 +60,16 @@ async def fleet(short_dir: Path) -> AsyncIterator[tuple[Fleet, KubeClient]]:
     kubeconfig = short_dir / "kubeconfig"
     proc = await asyncio.create_subprocess_exec(
         *(sys.executable, "-m", "kubelet_dra", "run", "--nodes", "sim-{0..2}", "--root-dir", str(short_dir / "nodes")),
-        *("--reference-driver", DRIVER, "--kubeconfig-out", str(kubeconfig), "--pod-retry-period", "0.2"),
+        *(
+            "--reference-driver",
+            DRIVER,
+            "--kubeconfig-out",
+            str(kubeconfig),
+            "--pod-retry-period",
+            "0.2",
+            "--pod-resync-period",
+            "0.2",
+        ),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any
 
 from helpers import eventually
@@ -147,45 +146,6 @@ async def test_device_health_shows_in_the_container_status(env: NodeEnv) -> None
 
         (resource,) = await eventually(reported, timeout=10)
         assert resource["message"] == "ECC errors"
-
-
-async def test_deleted_pod_is_reported_failed_with_terminated_containers_before_it_goes(env: NodeEnv) -> None:
-    async with env.pod_node() as node:
-        await env.start_driver(node)
-        pod = await env.pod_with_claim()
-        current = await running(env, pod)
-        started_at = current["status"]["containerStatuses"][0]["state"]["running"]["startedAt"]
-
-        seen: list[tuple[str, dict[str, Any]]] = []
-
-        async def follow() -> None:
-            query = {
-                "fieldSelector": f"metadata.name={pod['metadata']['name']}",
-                "resourceVersion": current["metadata"]["resourceVersion"],
-            }
-            async with contextlib.aclosing(
-                env.kube.watch(api_path("", "v1", "pods", namespace=NAMESPACE), query)
-            ) as events:
-                async for event in events:
-                    seen.append((event.type, event.object))
-                    if event.type == "DELETED":
-                        return
-
-        watcher = asyncio.create_task(follow())
-        await env.delete_pod(pod)
-        await asyncio.wait_for(watcher, timeout=10)
-
-        assert ok_calls(node, UNPREPARE) == 1
-        final = [obj for kind, obj in seen if kind == "MODIFIED" and obj["status"].get("phase") == "Failed"]
-        assert final, f"no Failed status before the deletion: {[(k, o['status'].get('phase')) for k, o in seen]}"
-        status = final[0]["status"]
-        (container,) = status["containerStatuses"]
-        terminated = container["state"]["terminated"]
-        assert (terminated["exitCode"], terminated["reason"], terminated["startedAt"]) == (137, "Error", started_at)
-        assert not container["ready"]
-        conditions = {c["type"]: c["status"] for c in status["conditions"]}
-        assert conditions["Ready"] == conditions["ContainersReady"] == "False"
-        assert seen[-1][0] == "DELETED"
 
 
 async def test_pod_that_succeeds_by_itself_is_unprepared_and_kept(env: NodeEnv) -> None:

@@ -33,7 +33,16 @@ async def test_a_recorded_node_replays_to_the_same_expectations(short_dir: Path)
     async with contextlib.AsyncExitStack() as stack:
         node = await KubeletDRAProcess.start(
             *("run", "--node-name", NODE, "--registry-dir", str(registry), "--kubeconfig-out", str(kubeconfig)),
-            *("--state-dir", str(short_dir / "state"), "--pod-retry-period", "0.3", "--wiping-delay", "2"),
+            *(
+                "--state-dir",
+                str(short_dir / "state"),
+                "--pod-retry-period",
+                "0.3",
+                "--pod-resync-period",
+                "0.3",
+                "--wiping-delay",
+                "2",
+            ),
             *("--record", str(recorded)),
         )
         processes.append(node)

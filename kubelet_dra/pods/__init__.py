@@ -1,0 +1,12 @@
+"""The pods bound to one node, as the kubelet runs them as far as DRA goes.
+
+``source`` lists and watches them (the kubelet's pod config), ``workers`` runs one worker per pod
+(prepare, start, stop, unprepare, final delete), ``status`` builds the statuses the real kubelet
+writes on the way, ``devices`` the containers' ``allocatedResourcesStatus``, and ``history`` puts a
+pod's status history in a normalized form that compares between kubelets as a diff.
+"""
+
+from kubelet_dra.pods.devices import HealthLookup
+from kubelet_dra.pods.workers import CLEANUP_DELAY, DEFAULT_RESYNC_PERIOD, DEFAULT_RETRY_PERIOD, PodWorkers
+
+__all__ = ["CLEANUP_DELAY", "DEFAULT_RESYNC_PERIOD", "DEFAULT_RETRY_PERIOD", "HealthLookup", "PodWorkers"]
