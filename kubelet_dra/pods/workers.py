@@ -92,10 +92,12 @@ class PodWorkers:
     def refresh(self) -> None:
         """Wake the workers of running pods, e.g. after device health changed, to re-report their status.
 
-        Pods waiting for a retry keep waiting: the kubelet's backoff is not cut short by device changes.
+        Pods waiting for a retry keep waiting, a pod whose unprepare failed included (the real kubelet unprepares it at
+        its next back-off retry after its driver is back, not when the driver registers).
         """
         for uid in self.started:
-            self._wake[uid].set()
+            if (pod := self._source.pods.get(uid)) is not None and not finished(pod):
+                self._wake[uid].set()
 
     def active_pod_uids(self) -> set[str]:
         """The kubelet's active pods (the reconcile loop unprepares all others): known pods whose worker has not
