@@ -46,7 +46,7 @@ from kubelet_dra.plugins import (
     PluginInstance,
     PluginMap,
 )
-from kubelet_dra.pods import CLEANUP_DELAY, DEFAULT_RESYNC_PERIOD, DEFAULT_RETRY_PERIOD, PodWorkers
+from kubelet_dra.pods import CLEANUP_DELAY, DEFAULT_RETRY_PERIOD, RESYNC_PER_RETRY, PodWorkers
 from kubelet_dra.registration import Diagnosis, HandshakeTimeouts, PluginManager, SocketState
 from kubelet_dra.release import DEFAULT_RELEASE, KubeletRelease
 from kubelet_dra.slices import ResourceSliceWiper, WipeOutcome
@@ -106,9 +106,11 @@ class NodeOptions:
     """How often the DRA manager unprepares claims of pods that are no longer active."""
     pod_retry_period: float = DEFAULT_RETRY_PERIOD
     """Back-off before a failed pod sync (unprepare, final status or delete) is retried, plus up to 50 % jitter."""
-    pod_resync_period: float = DEFAULT_RESYNC_PERIOD
+    pod_resync_period: float = attrs.field(
+        default=attrs.Factory(lambda self: self.pod_retry_period * RESYNC_PER_RETRY, takes_self=True)
+    )
     """The kubelet's sync frequency: a pod (one whose prepare failed included) is synced again after this, plus up
-    to 50 % jitter, unless it changes first."""
+    to 50 % jitter, unless it changes first. Default: six back-off periods, as the kubelet's 60 s to its 10 s."""
     pod_cleanup_delay: float = CLEANUP_DELAY
     """From a deleted pod's terminal status to the end of its deletion (the kubelet's PLEG relist period)."""
     metrics_port: int | None = None

@@ -32,7 +32,7 @@ from kubelet_dra.errors import UsageError
 from kubelet_dra.fleet import Fleet, NodeLayout, NodeRow, expand, view
 from kubelet_dra.manager import DEFAULT_RECONCILE_PERIOD
 from kubelet_dra.node import NodeOptions
-from kubelet_dra.pods import DEFAULT_RESYNC_PERIOD, DEFAULT_RETRY_PERIOD
+from kubelet_dra.pods import DEFAULT_RETRY_PERIOD, RESYNC_PER_RETRY
 from kubelet_dra.scenarios.record import Recorder
 from kubelet_dra.testbed import PLACEHOLDERS, DriverSpec, command_words
 
@@ -113,10 +113,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pod-resync-period",
         type=float,
-        default=DEFAULT_RESYNC_PERIOD,
         metavar="SECONDS",
         help="wait before syncing a pod again, e.g. retrying a failed prepare, plus up to 50%% jitter"
-        " (default: %(default)g, the kubelet's --sync-frequency)",
+        " (default: six --pod-retry-period, 60 s, the kubelet's --sync-frequency)",
     )
     parser.add_argument(
         "--metrics-port",
@@ -141,7 +140,7 @@ def options(args: argparse.Namespace) -> NodeOptions:
         ("--pod-resync-period", args.pod_resync_period),
     )
     for flag, value in periods:
-        if value <= 0:
+        if value is not None and value <= 0:
             raise UsageError(
                 f"{flag[2:].replace('-', ' ')} must be positive", where=flag, fix="give a number of seconds"
             )
@@ -172,7 +171,7 @@ def options(args: argparse.Namespace) -> NodeOptions:
         calls_kept=None if args.record else CALLS_KEPT,
         reconcile_period=args.reconcile_period,
         pod_retry_period=args.pod_retry_period,
-        pod_resync_period=args.pod_resync_period,
+        pod_resync_period=args.pod_resync_period or args.pod_retry_period * RESYNC_PER_RETRY,
         metrics_port=args.metrics_port or None,
         metrics_address=args.metrics_address,
     )

@@ -7,6 +7,19 @@ pod's status history in a normalized form that compares between kubelets as a di
 """
 
 from kubelet_dra.pods.devices import HealthLookup
-from kubelet_dra.pods.workers import CLEANUP_DELAY, DEFAULT_RESYNC_PERIOD, DEFAULT_RETRY_PERIOD, PodWorkers
+from kubelet_dra.pods.workers import (
+    CLEANUP_DELAY,
+    DEFAULT_RESYNC_PERIOD,
+    DEFAULT_RETRY_PERIOD,
+    RESYNC_PER_RETRY,
+    PodWorkers,
+)
 
-__all__ = ["CLEANUP_DELAY", "DEFAULT_RESYNC_PERIOD", "DEFAULT_RETRY_PERIOD", "HealthLookup", "PodWorkers"]
+__all__ = [
+    "CLEANUP_DELAY",
+    "DEFAULT_RESYNC_PERIOD",
+    "DEFAULT_RETRY_PERIOD",
+    "RESYNC_PER_RETRY",
+    "HealthLookup",
+    "PodWorkers",
+]

@@ -33,6 +33,8 @@ DEFAULT_RETRY_PERIOD = 10.0
 DEFAULT_RESYNC_PERIOD = 60.0
 """The kubelet's ``--sync-frequency``: a synced pod (a failed prepare included) is synced again after it, plus up
 to 50 % jitter."""
+RESYNC_PER_RETRY = DEFAULT_RESYNC_PERIOD / DEFAULT_RETRY_PERIOD
+"""The kubelet's resync period is six back-off periods; a node given only a back-off keeps that ratio."""
 JITTER = 0.5
 CLEANUP_DELAY = 1.0
 """The PLEG relist period: the kubelet finishes a stopped pod at the relist that sees its containers gone."""
