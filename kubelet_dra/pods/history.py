@@ -38,6 +38,13 @@ def history(pods: Iterable[Mapping[str, Any] | None]) -> list[str]:
     return lines
 
 
+def from_the_kubelet(lines: list[str]) -> list[str]:
+    """The lines from the node's first status write on (the first with container statuses): those before are the
+    scheduler's and controllers', which vary with the control plane and its timing."""
+    first = next((index for index, line in enumerate(lines) if not line.endswith("| ")), len(lines))
+    return lines[first:]
+
+
 def _container(entry: Mapping[str, Any]) -> str:
     state = entry.get("state") or {}
     kind = next(iter(state), "none")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubelet_dra.pods.history import GONE, history, status_line
+from kubelet_dra.pods.history import GONE, from_the_kubelet, history, status_line
 
 
 def pod(phase: str, *, uid: str, at: str, deleting: bool = False, state: dict | None = None) -> dict:
@@ -39,3 +39,12 @@ def test_a_terminated_container_shows_its_exit_code_and_a_failures_reason_only()
     assert status_line(pod("Failed", uid="a", at="1", state=unknown)).endswith(
         "c: terminated exit=137 (ContainerStatusUnknown) unready unstarted"
     )
+
+
+def test_the_control_planes_lines_before_the_nodes_first_status_are_left_out() -> None:
+    scheduled = {
+        "metadata": {},
+        "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}]},
+    }
+    lines = history([{"metadata": {}, "status": {"phase": "Pending"}}, scheduled, pod("Running", uid="a", at="1")])
+    assert from_the_kubelet(lines) == ["Running deleting=no | Ready=True | c: running ready started"]

@@ -16,17 +16,15 @@ from helpers import eventually
 from nodeenv import GPU, NAMESPACE, NodeEnv
 
 from kubelet_dra.kube.client import api_path
-from kubelet_dra.pods.history import history
+from kubelet_dra.pods import history
 
 REAL = json.loads((Path(__file__).parents[1] / "fixtures" / "kubelet-1.36" / "pod-status-histories.json").read_text())
 FAILED_PREPARE = "FailedPrepareDynamicResources"
 
 
 def from_the_kubelet(lines: list[str]) -> list[str]:
-    """The lines from the kubelet's first status on (before it, the scheduler's and controllers' writes, which differ
-    with the embedded control plane), the container named as in the recording."""
-    first = next(index for index, line in enumerate(lines) if "ContainerCreating" in line)
-    return [line.replace("main: ", "c: ") for line in lines[first:]]
+    """The lines from the node's first status on, the container named as in the recording."""
+    return [line.replace("main: ", "c: ") for line in history.from_the_kubelet(lines)]
 
 
 @contextlib.asynccontextmanager
@@ -52,7 +50,7 @@ async def watched(env: NodeEnv) -> AsyncIterator[list[tuple[str, dict[str, Any]]
 
 def pod_history(seen: list[tuple[str, dict[str, Any]]], pod: dict[str, Any]) -> list[str]:
     name = pod["metadata"]["name"]
-    return history(None if kind == "DELETED" else obj for kind, obj in seen if obj["metadata"]["name"] == name)
+    return history.history(None if kind == "DELETED" else obj for kind, obj in seen if obj["metadata"]["name"] == name)
 
 
 async def phase_is(env: NodeEnv, pod: dict[str, Any], wanted: str) -> bool:
