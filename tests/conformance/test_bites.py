@@ -30,7 +30,9 @@ from kubelet_dra.release import RELEASES, KubeletRelease
 from .reference import REFERENCE
 
 DRIVER = f"{REFERENCE} --health --health-interval 1"
-OPTIONS = SuiteOptions(check_timeout=5, republish_within=3)
+OPTIONS = SuiteOptions(check_timeout=10, republish_within=3)
+"""A pod check may wait for one pod resync (the testbed binds a pod before its claim is reserved: like the kubelet,
+the node tries its prepare again at the next sync, 3-4.5 s at the suite's 0.5 s back-off) and the final delete's 1 s."""
 HANGING = attrs.evolve(OPTIONS, check_timeout=2)
 
 
