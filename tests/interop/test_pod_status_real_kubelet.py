@@ -147,6 +147,10 @@ class NodeRun:
         pod = self.plane.get("pod", name)
         return "Gone" if pod is None else (pod.get("status") or {}).get("phase", "")
 
+    def waiting(self, name: str) -> bool:
+        statuses = ((self.plane.get("pod", name) or {}).get("status") or {}).get("containerStatuses") or [{}]
+        return "waiting" in (statuses[0].get("state") or {})
+
     def create(self, name: str, driver: str) -> None:
         template = {
             "apiVersion": "resource.k8s.io/v1",
@@ -190,6 +194,8 @@ class NodeRun:
         self.fault("set", "prepare-error=no power")
         self.create(name, REF)
         wait(lambda: self.kubelet_events(name), 60, f"{name}'s {FAILED_PREPARE} event")
+        # the real kubelet's status manager may write the Pending status after the event: delete after both
+        wait(lambda: self.waiting(name), 30, f"{name} shown with its containers waiting")
         self.events[LIFECYCLES[1]] = self.kubelet_events(name)
         self.plane.kubectl("delete", "pod", name, "--wait=false")
         wait(lambda: self.phase(name) == "Gone", 60, f"{name} gone")
