@@ -12,8 +12,9 @@ from rich.markup import escape
 from kubelet_dra.cli import nodeflags, output
 from kubelet_dra.cli.command import Command
 from kubelet_dra.conformance import report
+from kubelet_dra.conformance.checks import all_checks
 from kubelet_dra.conformance.context import SuiteOptions
-from kubelet_dra.conformance.framework import TAGS, Check, all_checks
+from kubelet_dra.conformance.framework import TAGS, Check
 from kubelet_dra.conformance.results import ReleaseRuns
 from kubelet_dra.conformance.runner import run_releases
 from kubelet_dra.conformance.target import REGISTRATION_TIMEOUT, Selection, Target

@@ -19,7 +19,7 @@ import attrs
 
 from kubelet_dra.api import dra_v1_pb2
 from kubelet_dra.api.services import Service
-from kubelet_dra.conformance.framework import CheckFailed, CheckSkipped
+from kubelet_dra.conformance.outcomes import CheckFailed, CheckSkipped
 from kubelet_dra.controlplane.allocator import Allocation, Unsatisfiable, allocate
 from kubelet_dra.controlplane.sharing import Usage
 from kubelet_dra.errors import StateError

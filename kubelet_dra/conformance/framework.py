@@ -49,14 +49,6 @@ NEEDS: dict[str, str] = {
 CheckFunction = Callable[["CheckContext"], Awaitable[None]]
 
 
-class CheckFailed(Exception):
-    """The driver broke the rule; the message says what was expected and what was seen."""
-
-
-class CheckSkipped(Exception):
-    """The check does not apply to this driver or setup; the message is the reason."""
-
-
 @attrs.frozen
 class Citation:
     """The sentence a check enforces, word for word, and where it is written."""
@@ -115,10 +107,3 @@ def check(
         return function
 
     return register
-
-
-def all_checks() -> list[Check]:
-    """Every check, in id order (importing the check modules registers them)."""
-    from kubelet_dra.conformance import checks  # noqa: F401  (registers the checks)
-
-    return [CHECKS[key] for key in sorted(CHECKS)]

@@ -12,8 +12,8 @@ import warnings
 
 import pytest
 
+from kubelet_dra.conformance.checks import all_checks
 from kubelet_dra.conformance.context import SuiteOptions
-from kubelet_dra.conformance.framework import all_checks
 from kubelet_dra.conformance.report import calls_text
 from kubelet_dra.conformance.results import SuiteResult
 from kubelet_dra.conformance.runner import run_suite

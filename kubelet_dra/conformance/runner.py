@@ -19,6 +19,7 @@ from pathlib import Path
 import attrs
 import grpc
 
+from kubelet_dra.conformance.checks import all_checks
 from kubelet_dra.conformance.context import Capabilities, CheckContext, SuiteOptions, pool_devices
 from kubelet_dra.conformance.framework import (
     EMBEDDED,
@@ -27,10 +28,8 @@ from kubelet_dra.conformance.framework import (
     REFERENCE,
     RESTART,
     Check,
-    CheckFailed,
-    CheckSkipped,
-    all_checks,
 )
+from kubelet_dra.conformance.outcomes import CheckFailed, CheckSkipped
 from kubelet_dra.conformance.probe import Probe
 from kubelet_dra.conformance.results import CheckResult, ReleaseRuns, SuiteResult, judged
 from kubelet_dra.conformance.target import Selection, Target, device_class_file

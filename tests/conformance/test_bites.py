@@ -19,8 +19,9 @@ from __future__ import annotations
 import attrs
 import pytest
 
+from kubelet_dra.conformance.checks import all_checks
 from kubelet_dra.conformance.context import SuiteOptions
-from kubelet_dra.conformance.framework import HEALTH, MUST, all_checks
+from kubelet_dra.conformance.framework import HEALTH, MUST
 from kubelet_dra.conformance.runner import run_suite
 from kubelet_dra.conformance.target import Selection, Target
 from kubelet_dra.driver.knobs import KNOBS

@@ -8,8 +8,10 @@ import re
 import pytest
 
 from kubelet_dra.api.services import DRA_HEALTH_V1
+from kubelet_dra.conformance.checks import all_checks
 from kubelet_dra.conformance.context import Capabilities, CheckContext, SuiteOptions
-from kubelet_dra.conformance.framework import CHECKS, HEALTH, NEEDS, CheckFailed, all_checks
+from kubelet_dra.conformance.framework import CHECKS, HEALTH, NEEDS
+from kubelet_dra.conformance.outcomes import CheckFailed
 from kubelet_dra.conformance.runner import run_suite
 from kubelet_dra.conformance.target import Selection, Target
 from kubelet_dra.junit import SKIPPED

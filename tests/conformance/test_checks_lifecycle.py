@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from kubelet_dra.conformance.checks import all_checks
 from kubelet_dra.conformance.context import SuiteOptions
-from kubelet_dra.conformance.framework import EMBEDDED, NEEDS, RESTART, all_checks
+from kubelet_dra.conformance.framework import EMBEDDED, NEEDS, RESTART
 from kubelet_dra.conformance.runner import run_suite
 from kubelet_dra.conformance.target import Selection, Target
 from kubelet_dra.junit import FAILED, SKIPPED

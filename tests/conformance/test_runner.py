@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from kubelet_dra.conformance.checks import all_checks
 from kubelet_dra.conformance.context import CheckContext, SuiteOptions
-from kubelet_dra.conformance.framework import CHECKS, MUST, NEEDS, RESTART, SHOULD, Citation, all_checks, check
+from kubelet_dra.conformance.framework import CHECKS, MUST, NEEDS, RESTART, SHOULD, Citation, check
 from kubelet_dra.conformance.runner import REGISTRATION_TAG, run_suite
 from kubelet_dra.conformance.target import Selection, Target
 from kubelet_dra.errors import UsageError
