@@ -47,7 +47,10 @@ def test_a_body_gets_the_same_answer_from_both(servers: dict[str, Api], case: Ca
     seen = {}
     for side, api in servers.items():
         code, body, warnings = answer(api, "POST", case.path, case.body)
-        stored = api("GET", f"{case.path.split('?')[0]}/{body.get('metadata', {}).get('name') or 'none'}")[0]
+        path = f"{case.path.split('?')[0]}/{body.get('metadata', {}).get('name') or 'none'}"
+        stored = api("GET", path)[0]
+        if stored == 200:  # the servers are shared with later tests: a slice left for another node fails SLC-005 there
+            api("DELETE", path)
         seen[side] = (code, body.get("reason", ""), body.get("message", "")[: len(case.message)], warnings, stored)
     assert seen["embedded"] == seen["real"]
     code, reason, message, warnings, stored = seen["real"]
