@@ -8,6 +8,7 @@ call, which is what call expectations read. The checkpoint is the kubelet's own 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import NoReturn
 
@@ -19,6 +20,10 @@ from kubelet_dra.tap.mirror import GET_INFO
 from kubelet_dra.testbed import Testbed, TestbedOptions
 
 NOTIFY = "NotifyRegistrationStatus"
+REGISTERED_LINE = re.compile(
+    r'"Registered DRA plugin".* driverName="(?P<driver>[^"]+)".* chosenService="(?P<service>[^"]+)"'
+)
+"""The real kubelet's own words for a registration (at -v 4 and up), with the service it chose to call."""
 
 
 class RealTestbed(Testbed):
@@ -99,3 +104,12 @@ class RealTestbed(Testbed):
                 last[record.endpoint] = bool(record.request.get("plugin_registered"))
         live = {mirror.driver_socket for mirror in self._tap.mirrors()} if self._tap else set()
         return sum(1 for endpoint in named if last.get(endpoint) and endpoint in live)
+
+    def chosen_service(self, driver_name: str) -> str | None:
+        """The DRA service the kubelet chose at the driver's last registration, from its log."""
+        services = [
+            match["service"]
+            for line in self.kubelet.log_path.read_text(errors="replace").splitlines()
+            if (match := REGISTERED_LINE.search(line)) and match["driver"] == driver_name
+        ]
+        return services[-1] if services else None

@@ -101,16 +101,15 @@ def _text(value: Any) -> str:
 
 async def registration(ctx: Context, args: Mapping[str, Any]) -> Look:
     name = ctx.driver_name(args["driver"])
-    if ctx.real is not None:  # what the tap saw the kubelet accept
+    if ctx.real is not None:  # what the tap saw the kubelet accept, the service in the kubelet's own log line
         count = ctx.real.registered(name)
-        ok, expected, seen = _compare(
-            {
-                "registered": args.get("registered", True),
-                **({"instances": args["instances"]} if "instances" in args else {}),
-            },
-            {"registered": count > 0, "instances": count},
-        )
-        return Look(ok, f"{name} {expected}", f"{seen} (NotifyRegistrationStatus through the tap)")
+        actual = {"registered": count > 0, "service": ctx.real.chosen_service(name), "instances": count}
+        wanted = {
+            "registered": True,
+            **{key: args[key] for key in ("registered", "service", "instances") if key in args},
+        }
+        ok, expected, seen = _compare(wanted, actual)
+        return Look(ok, f"{name} {expected}", f"{seen} (the tap's NotifyRegistrationStatus, the kubelet's log)")
     node = ctx.bed.node
     instances = node.instances(name)
     actual = {

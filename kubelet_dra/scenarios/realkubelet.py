@@ -40,7 +40,6 @@ REFUSED_CHECKS = {
     "cdi": "reads the simulated node's CDI devices for a container",
 }
 REFUSED_KEYS = {
-    ("registration", "service"): "reads which service the simulated node chose (not visible before a call)",
     ("restartNode", "kubeletVersion"): "changes the simulated node's release (a real kubelet is one binary)",
     ("restartNode", "featureGates"): "changes the simulated node's feature gates",
 }
