@@ -98,9 +98,10 @@ def _real_kubelet(args: argparse.Namespace, scenarios: list[Scenario]) -> RealKu
         return None
     if not args.cri_cmd:
         raise UsageError("--real-kubelet needs --cri-cmd", fix="e.g. --cri-cmd 'fake-cri -listen unix://{cri_socket}'")
-    for scenario in scenarios:
-        realkubelet.check(scenario)
     options = RealKubeletOptions(args.real_kubelet, args.cri_cmd, kubeconfig=args.kubeconfig)
+    kubelet_release = options.release()
+    for scenario in scenarios:
+        realkubelet.check(scenario, kubelet_release)
     if not args.check:
         options.check()
     return options

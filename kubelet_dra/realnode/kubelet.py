@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import datetime
 import os
+import re
 import shlex
 import signal
 import socket
@@ -35,6 +36,7 @@ CRI_PLACEHOLDER = "{cri_socket}"
 STOP_GRACE = 10.0
 READY_TIMEOUT = 90.0
 SOCKET_TIMEOUT = 10.0
+VERSION = re.compile(r"Kubernetes v(?P<release>\d+\.\d+)\.")
 TEST_NET_IP = "192.0.2.10"
 """The node IP when the machine has no route out (the kubelet refuses a loopback one; nothing dials it)."""
 
@@ -50,10 +52,21 @@ class RealKubeletOptions:
     verbosity: int = 4
     """klog -v of the kubelet: at 4 it logs registration, prepare, unprepare and wipes."""
 
-    def check(self) -> None:
-        """Refuse what cannot work before anything starts: a clear reason and fix, never a kubelet's crash."""
+    def release(self) -> str:
+        """The binary's release (``1.36``) from ``kubelet --version``; a file that is not a kubelet is a usage error."""
         if not (os.path.isfile(self.kubelet) and os.access(self.kubelet, os.X_OK)):
             raise UsageError(f"--real-kubelet {self.kubelet} is not an executable file", fix="give the kubelet binary")
+        result = subprocess.run([self.kubelet, "--version"], capture_output=True, text=True, timeout=30, check=False)
+        found = VERSION.search(result.stdout)
+        if result.returncode != 0 or found is None:
+            raise UsageError(
+                f"--real-kubelet {self.kubelet} --version did not say a Kubernetes version", fix="give a kubelet binary"
+            )
+        return found["release"]
+
+    def check(self) -> None:
+        """Refuse what cannot work before anything starts: a clear reason and fix, never a kubelet's crash."""
+        self.release()
         if CRI_PLACEHOLDER not in self.cri_cmd:
             raise UsageError(
                 f"--cri-cmd {self.cri_cmd!r} has no {CRI_PLACEHOLDER} placeholder",

@@ -45,9 +45,12 @@ REFUSED_KEYS = {
 }
 
 
-def refusals(scenario: Scenario) -> list[str]:
-    """Each step or expectation of ``scenario`` the real kubelet backend cannot run, with where and why."""
+def refusals(scenario: Scenario, release: str) -> list[str]:
+    """Each step or expectation of ``scenario`` the real kubelet ``release`` cannot run, with where and why."""
     found: list[str] = []
+    pinned = scenario.node.options.release.name
+    if scenario.node.release_pinned and pinned != release:
+        found.append(f"{scenario.path}: node.kubeletVersion {pinned} is not the real kubelet's {release}")
     for step in scenario.steps:
         where = f"{scenario.path}:{step.where.line}"
         if step.action in REFUSED_ACTIONS:
@@ -70,13 +73,12 @@ def refusals(scenario: Scenario) -> list[str]:
     return found
 
 
-def check(scenario: Scenario) -> None:
-    """Refuse ``scenario`` for the real kubelet, naming every step and expectation that needs the simulated node."""
-    found = refusals(scenario)
+def check(scenario: Scenario, release: str) -> None:
+    """Refuse ``scenario`` for the real kubelet ``release``, naming every step and expectation it cannot run."""
+    found = refusals(scenario, release)
     if found:
         raise UsageError(
-            f"scenario {scenario.name} needs the simulated node's insides, which a real kubelet does not show: "
-            + "; ".join(found),
+            f"scenario {scenario.name} cannot run on the real kubelet {release}: " + "; ".join(found),
             where=scenario.path,
             fix="replay this file on the simulated node (without --real-kubelet)",
         )

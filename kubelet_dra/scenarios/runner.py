@@ -123,7 +123,7 @@ async def replay(scenario: Scenario, options: ReplayOptions | None = None) -> Sc
     if options.real_kubelet is None:
         bed = Testbed(bed_options)
     else:
-        realkubelet.check(scenario)
+        realkubelet.check(scenario, options.real_kubelet.release())
         note = realkubelet.timing_note(scenario)
         scenario = realkubelet.on_real_kubelet(scenario)
         bed = RealTestbed(bed_options, options.real_kubelet)
