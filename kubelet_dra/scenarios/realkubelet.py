@@ -17,6 +17,7 @@ import attrs
 from kubelet_dra.controlplane.cluster import pod_claim_names, pod_claims_created
 from kubelet_dra.errors import UsageError
 from kubelet_dra.kube.client import KubeClient
+from kubelet_dra.realnode import RealTestbed
 from kubelet_dra.scenarios.model import Condition, Scenario, Step
 from kubelet_dra.testbed import objects
 
@@ -113,6 +114,20 @@ def on_real_kubelet(scenario: Scenario) -> Scenario:
         return attrs.evolve(original, timeout=original.timeout + extra, conditions=conditions)
 
     return attrs.evolve(scenario, steps=tuple(step(original) for original in scenario.steps))
+
+
+REGISTRATION_WAIT = 10.0
+
+
+async def wait_registered(bed: RealTestbed, driver_names: list[str]) -> None:
+    """Give the kubelet's plugin watcher time to register the drivers started at staging.
+
+    The simulated node registers a driver within milliseconds; the real kubelet takes a second or
+    more, and a pod it syncs meanwhile fails ("DRA driver ... is not registered") and waits for its
+    resync. A driver that is meant not to register (a fault) is waited for ``REGISTRATION_WAIT`` at most."""
+    deadline = time.monotonic() + REGISTRATION_WAIT
+    while any(bed.registered(name) == 0 for name in driver_names) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
 
 
 CLAIMS_READY = "kubelet-dra.dev/claims-reserved"

@@ -156,9 +156,11 @@ async def replay(scenario: Scenario, options: ReplayOptions | None = None) -> Sc
 async def _stage(ctx: Context) -> None:
     for manifest in ctx.scenario.objects:
         await objects.apply(ctx.bed.kube, dict(manifest))
-    for driver in ctx.scenario.drivers:
-        if driver.start and not driver.external:
-            await ctx.process(driver.id).start()
+    started = [driver for driver in ctx.scenario.drivers if driver.start and not driver.external]
+    for driver in started:
+        await ctx.process(driver.id).start()
+    if ctx.real is not None:
+        await realkubelet.wait_registered(ctx.real, [driver.name for driver in started])
 
 
 async def _run_steps(ctx: Context, options: ReplayOptions, results: list[StepResult]) -> None:
