@@ -17,6 +17,7 @@ import attrs
 from kubelet_dra.controlplane.cluster import pod_claim_names, pod_claims_created
 from kubelet_dra.errors import UsageError
 from kubelet_dra.kube.client import KubeClient
+from kubelet_dra.plugins import PluginMap
 from kubelet_dra.realnode import RealTestbed
 from kubelet_dra.scenarios.model import Condition, Scenario, Step
 from kubelet_dra.testbed import objects
@@ -49,9 +50,18 @@ REFUSED_KEYS = {
 def refusals(scenario: Scenario, release: str) -> list[str]:
     """Each step or expectation of ``scenario`` the real kubelet ``release`` cannot run, with where and why."""
     found: list[str] = []
-    pinned = scenario.node.options.release.name
-    if scenario.node.release_pinned and pinned != release:
-        found.append(f"{scenario.path}: node.kubeletVersion {pinned} is not the real kubelet's {release}")
+    options = scenario.node.options
+    if scenario.node.release_pinned and options.release.name != release:
+        found.append(f"{scenario.path}: node.kubeletVersion {options.release.name} is not the real kubelet's {release}")
+    simulated_only = {
+        "legacyServices": (options.legacy_services, "the simulated node's ≤1.32 services (a 1.36 kubelet has none)"),
+        "pluginMap": (options.plugin_map != PluginMap.INSTANCES, "the simulated node's plugin map variants"),
+        "health": (
+            not options.health,
+            "off: the simulated node's switch (a kubelet's is its ResourceHealthStatus gate)",
+        ),
+    }
+    found += [f"{scenario.path}: node.{key}: {why}" for key, (used, why) in simulated_only.items() if used]
     for step in scenario.steps:
         where = f"{scenario.path}:{step.where.line}"
         if step.action in REFUSED_ACTIONS:
