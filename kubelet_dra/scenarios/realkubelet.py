@@ -26,11 +26,12 @@ REAL_TIMING: dict[str, tuple[str, float]] = {
     "wiping_delay": ("wipingDelay", 30.0),
     "call_timeout": ("callTimeout", 45.0),
     "reconcile_period": ("reconcilePeriod", 60.0),
-    "pod_retry_period": ("podRetryPeriod", 60.0),
+    "pod_retry_period": ("podRetryPeriod", 90.0),
 }
 """The simulated node's option → (the timing key, the real kubelet 1.36's constant in seconds): the ResourceSlice
 wiping delay, the DRA call timeout, the DRA manager's reconcile period, and the pod sync that retries a failed
-prepare (the pod worker's resync: a failed prepare is retried only then or when the pod changes)."""
+prepare: the pod worker's resync, 1 minute plus up to 50 % jitter (a failed prepare is retried only then or when
+the pod changes; kubelet 1.36.2 did not retry one within 62 s)."""
 
 REFUSED_ACTIONS = {
     "prepare": "calls the simulated node's DRA manager by hand",
