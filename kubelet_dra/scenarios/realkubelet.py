@@ -42,6 +42,7 @@ REFUSED_CHECKS = {
     "diagnosis": "reads the simulated node's registration diagnosis",
     "cdi": "reads the simulated node's CDI devices for a container",
 }
+SERVICE_SOCKET = "is not seen by the kubelet: the tap between them serves the kubelet its own service socket"
 REFUSED_KEYS = {
     ("restartNode", "kubeletVersion"): "changes the simulated node's release (a real kubelet is one binary)",
     ("restartNode", "featureGates"): "changes the simulated node's feature gates",
@@ -67,6 +68,8 @@ def refusals(scenario: Scenario, release: str) -> list[str]:
         where = f"{scenario.path}:{step.where.line}"
         if step.action in REFUSED_ACTIONS:
             found.append(f"{where}: step {step.action} {REFUSED_ACTIONS[step.action]}")
+        if step.action in ("removeSocket", "restoreSocket") and step.args.get("socket") == "service":
+            found.append(f"{where}: step {step.action} of the service socket {SERVICE_SOCKET}")
         if isinstance(step.args, dict):
             found += [
                 f"{where}: step {step.action} with {key} {why}"
