@@ -19,9 +19,10 @@ from realk8s import REPO, real_kubelet_missing, real_kubelet_turn
 
 SCENARIOS = (
     "apiserver-restart",
+    "health-healthy-unhealthy-healthy",
     "kubelet-restart-during-prepare",
-    "prepare-fails-then-succeeds",
     "register-after-plugin-restart",
+    "slices-wiped-at-kubelet-start",
 )
 DEVICE_PLUGIN_SOCKET = Path("/var/lib/kubelet/device-plugins/kubelet.sock")
 
