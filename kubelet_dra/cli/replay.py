@@ -100,8 +100,13 @@ def _real_kubelet(args: argparse.Namespace, scenarios: list[Scenario]) -> RealKu
         raise UsageError("--real-kubelet needs --cri-cmd", fix="e.g. --cri-cmd 'fake-cri -listen unix://{cri_socket}'")
     options = RealKubeletOptions(args.real_kubelet, args.cri_cmd, kubeconfig=args.kubeconfig)
     kubelet_release = options.release()
-    for scenario in scenarios:
-        realkubelet.check(scenario, kubelet_release)
+    refused = [reason for scenario in scenarios for reason in realkubelet.refusals(scenario, kubelet_release)]
+    if refused:
+        raise UsageError(
+            f"{len(refused)} step(s) or setting(s) cannot run on the real kubelet {kubelet_release}: "
+            + "; ".join(refused),
+            fix="replay those files on the simulated node (without --real-kubelet)",
+        )
     if not args.check:
         options.check()
     return options

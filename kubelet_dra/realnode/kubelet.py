@@ -125,6 +125,11 @@ class RealKubelet:
         self._runtime: asyncio.subprocess.Process | None = None
         self._log = get_logger("realkubelet", node=node_name)
 
+    def log_tail(self, lines: int) -> str:
+        with contextlib.suppress(OSError):
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        return ""
+
     @property
     def running(self) -> bool:
         return self._kubelet is not None and self._kubelet.returncode is None

@@ -226,4 +226,6 @@ def _with_logs(result: StepResult, ctx: Context) -> StepResult:
         for driver_id, process in ctx.processes.items()
         if process.starts
     ]
+    if ctx.real is not None:
+        logs.append(f"log of the real kubelet ({ctx.real.kubelet.log_path}):\n{ctx.real.kubelet.log_tail(LOG_LINES)}")
     return attrs.evolve(result, details="\n\n".join(filter(None, [result.details, *logs])))

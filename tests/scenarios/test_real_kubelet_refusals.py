@@ -40,7 +40,8 @@ async def test_steps_that_need_the_simulated_node_are_refused_by_file_and_line(k
     assert code == 2
     assert f"{path}:37: step prepare calls the simulated node's DRA manager by hand" in line
     assert ":43: step unprepare" in line and "expectation cdi" in line
-    assert "fix: replay this file on the simulated node" in line
+    assert "5 step(s) or setting(s) cannot run on the real kubelet 1.36" in line
+    assert "fix: replay those files on the simulated node" in line
 
 
 async def test_a_file_pinned_to_another_release_is_refused(kubelet_136: str):
