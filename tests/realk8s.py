@@ -305,11 +305,18 @@ def real_kubelet_missing() -> str | None:
 
 
 @contextlib.contextmanager
+def real_kubelet_turn() -> Iterator[None]:
+    """Hold the machine-wide lock: a real kubelet may run inside (started here or by a ``replay --real-kubelet``)."""
+    with REAL_KUBELET_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+@contextlib.contextmanager
 def real_kubelet(plane: RealControlPlane, node: str, env: dict[str, str] | None = None) -> Iterator[RealKubelet]:
     """Start the real kubelet as ``node`` of ``plane`` under the machine-wide lock; stop it (and the fake runtime)
     on exit. Restart it inside with :func:`restart_real_kubelet`."""
-    with REAL_KUBELET_LOCK.open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with real_kubelet_turn():
         try:
             yield start_real_kubelet(plane, node, env)
         finally:

@@ -12,8 +12,9 @@ from rich.markup import escape
 from kubelet_dra.cli import nodeflags, output
 from kubelet_dra.cli.command import Command
 from kubelet_dra.errors import UsageError
+from kubelet_dra.realnode import RealKubeletOptions
 from kubelet_dra.release import release
-from kubelet_dra.scenarios import report
+from kubelet_dra.scenarios import realkubelet, report
 from kubelet_dra.scenarios.loader import ScenarioError, load
 from kubelet_dra.scenarios.model import Scenario, Step
 from kubelet_dra.scenarios.runner import (
@@ -47,12 +48,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--junit", metavar="FILE", help="also write the results as JUnit XML to FILE")
     parser.add_argument("--keep", action="store_true", help="keep each scenario's work dir (logs, sockets, state)")
     parser.add_argument("--check", action="store_true", help="only load and check the files; run nothing")
+    real = parser.add_argument_group("the node played by a real kubelet (docs/replay.md, 'On the real kubelet')")
+    real.add_argument("--real-kubelet", metavar="KUBELET", help="the kubelet binary to play the node (needs root)")
+    real.add_argument(
+        "--cri-cmd",
+        metavar="COMMAND",
+        help="with --real-kubelet: the container runtime's command, {cri_socket} where it listens"
+        " (e.g. 'fake-cri -listen unix://{cri_socket}')",
+    )
+    real.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="with --real-kubelet: a real control plane's kubeconfig instead of the embedded API server",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     kubelet = release(args.kubelet_version)
     scenarios = [scenario.on(kubelet) for scenario in _with_drivers(args.driver, _load_all(args.files))]
     faults = _faults(args.fault, scenarios)
+    real = _real_kubelet(args, scenarios)
     if args.check:
         if args.output == "json":
             output.print_json({"valid": [scenario.path for scenario in scenarios]})
@@ -61,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     text = args.output == "text"
     with output.quiet_logs(args.verbosity):
-        results = asyncio.run(_replay_all(scenarios, faults, keep=args.keep, live=text))
+        results = asyncio.run(_replay_all(scenarios, faults, keep=args.keep, live=text, real=real))
     if args.junit:
         report.write_junit(args.junit, results)
     if text:
@@ -73,6 +88,28 @@ def run(args: argparse.Namespace) -> int:
     else:
         output.print_json(report.to_json(results))
     return 0 if all(result.passed for result in results) else 1
+
+
+def _real_kubelet(args: argparse.Namespace, scenarios: list[Scenario]) -> RealKubeletOptions | None:
+    """The real kubelet's options, once every scenario is known to be replayable on it."""
+    if args.real_kubelet is None:
+        if args.cri_cmd or args.kubeconfig:
+            raise UsageError("--cri-cmd and --kubeconfig go with --real-kubelet", fix="add --real-kubelet KUBELET")
+        return None
+    if not args.cri_cmd:
+        raise UsageError("--real-kubelet needs --cri-cmd", fix="e.g. --cri-cmd 'fake-cri -listen unix://{cri_socket}'")
+    options = RealKubeletOptions(args.real_kubelet, args.cri_cmd, kubeconfig=args.kubeconfig)
+    kubelet_release = options.release()
+    refused = [reason for scenario in scenarios for reason in realkubelet.refusals(scenario, kubelet_release)]
+    if refused:
+        raise UsageError(
+            f"{len(refused)} step(s) or setting(s) cannot run on the real kubelet {kubelet_release}: "
+            + "; ".join(refused),
+            fix="replay those files on the simulated node (without --real-kubelet)",
+        )
+    if not args.check:
+        options.check()
+    return options
 
 
 def _load_all(files: list[str]) -> list[Scenario]:
@@ -131,7 +168,12 @@ def _present(faults: dict[str, dict[str, str]], scenario: Scenario) -> dict[str,
 
 
 async def _replay_all(
-    scenarios: list[Scenario], faults: dict[str, dict[str, str]], *, keep: bool, live: bool
+    scenarios: list[Scenario],
+    faults: dict[str, dict[str, str]],
+    *,
+    keep: bool,
+    live: bool,
+    real: RealKubeletOptions | None,
 ) -> list[ScenarioResult]:
     results = []
     console = output.console()
@@ -153,8 +195,11 @@ async def _replay_all(
                 keep=keep,
                 on_step=on_step if live else None,
                 on_result=on_result if live else None,
+                real_kubelet=real,
             )
             results.append(await replay(scenario, options))
+        if live and results[-1].note:
+            console.print(f"  [dim]{escape(results[-1].note)}[/dim]")
         if live and results[-1].error:
             console.print(f"  [red]![/red] {escape(results[-1].error)}")
         if live and results[-1].workdir:

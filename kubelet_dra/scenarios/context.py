@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kubelet_dra.errors import UsageError
+from kubelet_dra.realnode import RealTestbed
 from kubelet_dra.scenarios.model import DriverDef, Scenario
 from kubelet_dra.testbed import DriverProcess, DriverSpec, Testbed, objects
 from kubelet_dra.testbed.objects import DEFAULT_NAMESPACE
@@ -55,6 +56,11 @@ class Context:
         for driver in scenario.drivers:
             if not driver.external:
                 self.processes[driver.id] = bed.driver_process(driver_spec(driver, faults.get(driver.id, {})))
+
+    @property
+    def real(self) -> RealTestbed | None:
+        """The testbed when a real kubelet plays the node."""
+        return self.bed if isinstance(self.bed, RealTestbed) else None
 
     @property
     def node_name(self) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 
-from kubelet_dra.manager.checkpoint import Checkpoint, decode
+from kubelet_dra.manager.checkpoint import Checkpoint, ClaimInfoState, decode
 from kubelet_dra.plugins import CallRecord
 from kubelet_dra.scenarios.context import Context
 from kubelet_dra.scenarios.model import Condition
@@ -101,6 +101,15 @@ def _text(value: Any) -> str:
 
 async def registration(ctx: Context, args: Mapping[str, Any]) -> Look:
     name = ctx.driver_name(args["driver"])
+    if ctx.real is not None:  # what the tap saw the kubelet accept, the service in the kubelet's own log line
+        count = ctx.real.registered(name)
+        actual = {"registered": count > 0, "service": ctx.real.chosen_service(name), "instances": count}
+        wanted = {
+            "registered": True,
+            **{key: args[key] for key in ("registered", "service", "instances") if key in args},
+        }
+        ok, expected, seen = _compare(wanted, actual)
+        return Look(ok, f"{name} {expected}", f"{seen} (the tap's NotifyRegistrationStatus, the kubelet's log)")
     node = ctx.bed.node
     instances = node.instances(name)
     actual = {
@@ -267,13 +276,13 @@ async def claim(ctx: Context, args: Mapping[str, Any]) -> Look:
         return Look(False, f"the claim {args.get('podClaim', '')} of pod {args['pod']}", "no such claim yet")
     current = await objects.get(ctx.bed.kube, "ResourceClaim", name, namespace)
     status = (current or {}).get("status") or {}
-    manager = ctx.bed.node.manager
-    cached = manager.cache.get(namespace, name) if manager is not None else None
-    actual = {
-        "allocated": bool(status.get("allocation")),
-        "reserved": bool(status.get("reservedFor")),
-        "prepared": bool(cached and cached.prepared),
-    }
+    actual = {"allocated": bool(status.get("allocation")), "reserved": bool(status.get("reservedFor"))}
+    if "prepared" in args and ctx.real is not None:  # a real kubelet's prepared claims are in its checkpoint
+        actual["prepared"] = any(entry.claim_name == name for entry in _checkpoint_entries(ctx))
+    elif "prepared" in args:
+        manager = ctx.bed.node.manager
+        cached = manager.cache.get(namespace, name) if manager is not None else None
+        actual["prepared"] = bool(cached and cached.prepared)
     wanted = {key: args[key] for key in ("allocated", "reserved", "prepared") if key in args}
     ok, expected, seen = _compare(wanted, actual)
     if current is None:
@@ -294,9 +303,13 @@ async def _pod_claim_name(ctx: Context, args: Mapping[str, Any]) -> str | None:
     return None
 
 
-async def checkpoint(ctx: Context, args: Mapping[str, Any]) -> Look:
+def _checkpoint_entries(ctx: Context) -> list[ClaimInfoState]:
     path = Checkpoint(ctx.bed.state_dir).path
-    entries = decode(path.read_bytes(), where=str(path)) if path.exists() else []
+    return decode(path.read_bytes(), where=str(path)) if path.exists() else []
+
+
+async def checkpoint(ctx: Context, args: Mapping[str, Any]) -> Look:
+    entries = _checkpoint_entries(ctx)
     names = sorted(entry.claim_name for entry in entries)
     devices = [device for entry in entries for states in entry.driver_state.values() for device in states]
     share_ids = bool(devices) and all(device.share_id for device in devices)

@@ -53,6 +53,7 @@ def summary(results: Sequence[ScenarioResult]) -> Table:
 def failures(result: ScenarioResult) -> str:
     """Plain text of everything that went wrong in ``result``: each broken step, its message and details."""
     parts = [f"{result.path}: {result.error}"] if result.error else []
+    parts += [f"{result.path}: {result.note}"] if result.note else []
     for step in result.broken:
         where = f"{result.path}:{step.line}" if step.line else result.path
         parts.append(f"{where}: {step.name}: {step.message}" + (f"\n{step.details}" if step.details else ""))
@@ -70,6 +71,7 @@ def to_json(results: Sequence[ScenarioResult]) -> dict[str, Any]:
                 "seconds": round(result.seconds, 3),
                 "error": result.error,
                 "workdir": result.workdir,
+                "note": result.note,
                 "steps": [
                     {
                         "step": step.step,

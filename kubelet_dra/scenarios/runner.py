@@ -19,6 +19,8 @@ from kubelet_dra.driver.knobs import lookup
 from kubelet_dra.errors import KubeletDRAError, UsageError
 from kubelet_dra.kube.client import KubeApiError
 from kubelet_dra.log import get_logger
+from kubelet_dra.realnode import RealKubeletOptions, RealTestbed
+from kubelet_dra.scenarios import realkubelet
 from kubelet_dra.scenarios.context import Context
 from kubelet_dra.scenarios.expectations import evaluate
 from kubelet_dra.scenarios.model import Scenario, Step
@@ -55,6 +57,8 @@ class ScenarioResult:
     """Why the scenario could not be staged at all (e.g. the driver command does not exist)."""
     workdir: str = ""
     """The work dir, when it was kept."""
+    note: str = ""
+    """What the report should say about how it ran (on a real kubelet: whose timings applied)."""
 
     @property
     def passed(self) -> bool:
@@ -73,6 +77,8 @@ class ReplayOptions:
     on_step: Callable[[Step], None] | None = None
     """Called when a step begins (the live view)."""
     on_result: Callable[[StepResult], None] | None = None
+    real_kubelet: RealKubeletOptions | None = None
+    """Play the node with this real kubelet instead of the simulated one."""
 
 
 def parse_fault(text: str) -> tuple[str, str, str]:
@@ -105,16 +111,22 @@ async def replay(scenario: Scenario, options: ReplayOptions | None = None) -> Sc
     log = get_logger("scenario", scenario=scenario.name)
     started = time.monotonic()
     results: list[StepResult] = []
-    bed = Testbed(
-        TestbedOptions(
-            node_name=scenario.node.name,
-            node=scenario.node.options,
-            registry_dir=scenario.node.registry_dir,
-            kubeconfig=scenario.node.kubeconfig,
-            control_plane=scenario.node.control_plane,
-            keep=options.keep,
-        )
+    bed_options = TestbedOptions(
+        node_name=scenario.node.name,
+        node=scenario.node.options,
+        registry_dir=scenario.node.registry_dir,
+        kubeconfig=scenario.node.kubeconfig or (options.real_kubelet and options.real_kubelet.kubeconfig),
+        control_plane=scenario.node.control_plane,
+        keep=options.keep,
     )
+    note = ""
+    if options.real_kubelet is None:
+        bed = Testbed(bed_options)
+    else:
+        realkubelet.check(scenario, options.real_kubelet.release())
+        note = realkubelet.timing_note(scenario)
+        scenario = realkubelet.on_real_kubelet(scenario)
+        bed = RealTestbed(bed_options, options.real_kubelet)
     error = ""
     try:
         async with bed:
@@ -137,15 +149,18 @@ async def replay(scenario: Scenario, options: ReplayOptions | None = None) -> Sc
         seconds=time.monotonic() - started,
         error=error,
         workdir=str(bed.workdir) if options.keep else "",
+        note=note,
     )
 
 
 async def _stage(ctx: Context) -> None:
     for manifest in ctx.scenario.objects:
         await objects.apply(ctx.bed.kube, dict(manifest))
-    for driver in ctx.scenario.drivers:
-        if driver.start and not driver.external:
-            await ctx.process(driver.id).start()
+    started = [driver for driver in ctx.scenario.drivers if driver.start and not driver.external]
+    for driver in started:
+        await ctx.process(driver.id).start()
+    if ctx.real is not None:
+        await realkubelet.wait_registered(ctx.real, [driver.name for driver in started])
 
 
 async def _run_steps(ctx: Context, options: ReplayOptions, results: list[StepResult]) -> None:
@@ -211,4 +226,6 @@ def _with_logs(result: StepResult, ctx: Context) -> StepResult:
         for driver_id, process in ctx.processes.items()
         if process.starts
     ]
+    if ctx.real is not None:
+        logs.append(f"log of the real kubelet ({ctx.real.kubelet.log_path}):\n{ctx.real.kubelet.log_tail(LOG_LINES)}")
     return attrs.evolve(result, details="\n\n".join(filter(None, [result.details, *logs])))

@@ -15,6 +15,7 @@ import attrs
 from kubelet_dra.driver.knobs import written
 from kubelet_dra.errors import StateError
 from kubelet_dra.release import RELEASES
+from kubelet_dra.scenarios import realkubelet
 from kubelet_dra.scenarios.context import Context
 from kubelet_dra.scenarios.model import seconds
 from kubelet_dra.testbed import manifests, objects
@@ -49,7 +50,8 @@ async def create_pod(ctx: Context, args: dict[str, Any]) -> str:
         namespace=args.get("namespace", DEFAULT_NAMESPACE),
     )
     stored = await objects.apply(ctx.bed.kube, pod)
-    return f"pod {args['name']} uid {stored['metadata']['uid']}"
+    touched = await realkubelet.touch_when_reserved(ctx.bed.kube, stored) if ctx.real is not None else ""
+    return f"pod {args['name']} uid {stored['metadata']['uid']}{touched}"
 
 
 async def delete_pod(ctx: Context, args: dict[str, Any]) -> str:
@@ -95,6 +97,8 @@ async def restart(ctx: Context, driver_id: str) -> str:
 
 def _startup_wipe(ctx: Context) -> str:
     """What the new node's start-up wipe did (the testbed's start waits for it), for the live view."""
+    if ctx.real is not None:
+        return f"real kubelet pid {ctx.real.kubelet.pid} Ready (its start-up wipe is its own)"
     wipe = ctx.bed.node.startup_wipe
     if wipe is None:
         return "no start-up wipe without an API server"

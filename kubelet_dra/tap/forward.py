@@ -135,6 +135,9 @@ class Forwarder(grpc.GenericRpcHandler):
             if call is not None:
                 call.cancel()
             code, details = grpc.StatusCode.CANCELLED, "cancelled by the caller or the tap's stop"
+            remaining = context.time_remaining()
+            if remaining is not None and remaining <= 0:  # the caller's deadline, which the driver had too, passed
+                code, details = grpc.StatusCode.DEADLINE_EXCEEDED, "the caller's deadline passed"
             raise
         finally:
             del self.open_calls[request_id]

@@ -73,6 +73,9 @@ async def test_a_deadline_that_passes_ends_the_driver_s_call_too(through: Throug
             await channel.unary_unary("/test.StandIn/Hang")(b"", timeout=0.5)
     assert late.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
     await asyncio.wait_for(through.standin.cancelled.wait(), 5)
+    await asyncio.sleep(0.1)
+    (record,) = through.recorder.records()
+    assert record.status == "DEADLINE_EXCEEDED", "recorded as the caller saw it, as a kubelet's own record has it"
 
 
 async def test_a_caller_that_cancels_cancels_the_driver_s_call(through: Through) -> None:

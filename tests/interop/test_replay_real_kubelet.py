@@ -1,0 +1,86 @@
+"""Library scenarios replayed with the node played by the real kubelet 1.36.2 (``replay --real-kubelet``).
+
+The replay runs as a subprocess while the test holds the machine-wide real-kubelet lock (the
+product itself only refuses to start beside a kubelet that serves the device-plugin socket). The
+scenarios left out of ``SCENARIOS``, and why, are listed in docs/replay.md, "On the real kubelet".
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import kubelet_dra
+from realk8s import REPO, real_kubelet_missing, real_kubelet_turn
+
+SCENARIOS = (
+    "apiserver-restart",
+    "health-healthy-unhealthy-healthy",
+    "kubelet-restart-during-prepare",
+    "register-after-plugin-restart",
+    "slices-wiped-at-kubelet-start",
+)
+DEVICE_PLUGIN_SOCKET = Path("/var/lib/kubelet/device-plugins/kubelet.sock")
+
+
+@pytest.fixture
+def turn(interop_bin: Path) -> Iterator[Path]:
+    """The real kubelet binary, while this test holds the machine's one real-kubelet turn."""
+    if reason := real_kubelet_missing():
+        pytest.skip(reason)
+    with real_kubelet_turn():
+        yield interop_bin
+
+
+def _flags(bin_dir: Path) -> list[str]:
+    return [
+        "--real-kubelet",
+        str(bin_dir / "kubelet"),
+        "--cri-cmd",
+        f"{bin_dir}/fake-cri -listen unix://{{cri_socket}}",
+    ]
+
+
+async def test_library_scenarios_hold_on_the_real_kubelet(turn: Path):
+    files = [str(REPO / "scenarios" / f"{name}.yaml") for name in SCENARIOS]
+    code, out, err = await kubelet_dra("replay", *_flags(turn), "--output", "json", "--keep", *files, timeout=900)
+    report = json.loads(out)
+    kubelet_log = ""
+    for scenario in report["scenarios"]:
+        workdir = Path(scenario["workdir"])
+        kubelet_log += (workdir / "kubelet" / "kubelet.log").read_text(errors="replace")
+        shutil.rmtree(workdir, ignore_errors=True)
+    broken = {
+        scenario["name"]: scenario["error"]
+        or [step["message"] for step in scenario["steps"] if step["result"] != "passed"]
+        for scenario in report["scenarios"]
+        if not scenario["passed"]
+    }
+    assert code == 0, (broken, err[-2000:])
+    assert [scenario["name"] for scenario in report["scenarios"]] == list(SCENARIOS)
+    # the node was the real kubelet: its own words for the driver's registration through the tap
+    assert '"Registered DRA plugin"' in kubelet_log and 'driverName="gpu.example.com"' in kubelet_log
+    for scenario in report["scenarios"]:
+        assert scenario["note"].startswith("real kubelet timings: wipingDelay 30 s"), scenario["note"]
+
+
+async def test_a_kubelet_already_serving_the_device_plugin_socket_is_refused(turn: Path, tmp_path: Path):
+    """Under the lock no real kubelet runs, so a listener of the test's own stands for one."""
+    if DEVICE_PLUGIN_SOCKET.exists():
+        DEVICE_PLUGIN_SOCKET.unlink()  # a stale one: no kubelet runs while the lock is held
+    DEVICE_PLUGIN_SOCKET.parent.mkdir(parents=True, exist_ok=True)
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(DEVICE_PLUGIN_SOCKET))
+        listener.listen()
+        try:
+            code, _, err = await kubelet_dra(
+                "replay", *_flags(turn), str(REPO / "scenarios" / "apiserver-restart.yaml")
+            )
+        finally:
+            DEVICE_PLUGIN_SOCKET.unlink()
+    assert code == 2 and "Traceback" not in err
+    assert f"another kubelet already serves {DEVICE_PLUGIN_SOCKET}" in err

@@ -1,0 +1,82 @@
+"""``replay --real-kubelet``: what it refuses before anything starts, and the deadlines it runs on.
+
+A stand-in binary that only answers ``--version`` as a kubelet does is enough here: nothing is
+started (the replays on the real kubelet 1.36.2 are in tests/interop/test_replay_real_kubelet.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import kubelet_dra
+
+from kubelet_dra.scenarios import realkubelet
+from kubelet_dra.scenarios.loader import load
+
+REPO = Path(__file__).resolve().parents[2]
+LIBRARY = REPO / "scenarios"
+CRI = "fake-cri -listen unix://{cri_socket}"
+
+
+@pytest.fixture
+def kubelet_136(tmp_path: Path) -> str:
+    binary = tmp_path / "kubelet"
+    binary.write_text("#!/bin/sh\necho 'Kubernetes v1.36.2'\n")
+    binary.chmod(0o755)
+    return str(binary)
+
+
+def _single_error(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+async def test_steps_that_need_the_simulated_node_are_refused_by_file_and_line(kubelet_136: str):
+    path = LIBRARY / "prepare-unprepare-by-hand.yaml"
+    code, _, err = await kubelet_dra("replay", str(path), "--real-kubelet", kubelet_136, "--cri-cmd", CRI, "--check")
+    line = _single_error(err)
+    assert code == 2
+    assert f"{path}:37: step prepare calls the simulated node's DRA manager by hand" in line
+    assert ":43: step unprepare" in line and "expectation cdi" in line
+    assert "5 step(s) or setting(s) cannot run on the real kubelet 1.36" in line
+    assert "fix: replay those files on the simulated node" in line
+
+
+async def test_a_file_pinned_to_another_release_is_refused(kubelet_136: str):
+    path = LIBRARY / "health-negotiation-1-37.yaml"
+    code, _, err = await kubelet_dra("replay", str(path), "--real-kubelet", kubelet_136, "--cri-cmd", CRI, "--check")
+    assert code == 2 and "node.kubeletVersion 1.37 is not the real kubelet's 1.36" in _single_error(err)
+
+
+async def test_the_library_files_it_accepts_validate(kubelet_136: str):
+    files = [str(LIBRARY / name) for name in ("apiserver-restart.yaml", "kubelet-restart-during-prepare.yaml")]
+    code, out, err = await kubelet_dra("replay", *files, "--real-kubelet", kubelet_136, "--cri-cmd", CRI, "--check")
+    assert code == 0, err
+    assert "2 scenario file(s) are valid" in out
+
+
+@pytest.mark.parametrize(
+    ("flags", "wanted"),
+    [
+        (["--cri-cmd", CRI], "--cri-cmd and --kubeconfig go with --real-kubelet"),
+        (["--real-kubelet", "KUBELET"], "--real-kubelet needs --cri-cmd"),
+        (["--real-kubelet", "/nonexistent/kubelet", "--cri-cmd", CRI], "is not an executable file"),
+        (["--real-kubelet", "KUBELET", "--cri-cmd", "fake-cri -listen unix:///tmp/x.sock"], "has no {cri_socket}"),
+    ],
+)
+async def test_bad_flags_are_one_line_usage_errors(kubelet_136: str, flags: list[str], wanted: str):
+    flags = [kubelet_136 if flag == "KUBELET" else flag for flag in flags]
+    code, _, err = await kubelet_dra("replay", str(LIBRARY / "apiserver-restart.yaml"), *flags)
+    assert code == 2 and wanted in _single_error(err)
+
+
+def test_deadlines_follow_the_real_timing():
+    scenario = load(str(LIBRARY / "pod-lifecycle.yaml"))  # timing: podRetryPeriod 300ms, within 3s
+    real = realkubelet.on_real_kubelet(scenario)
+    assert realkubelet.extra_seconds(scenario) == pytest.approx(89.7)
+    condition = next(step for step in real.steps if step.conditions).conditions[0]
+    assert condition.within == pytest.approx(3 + 89.7)
+    note = realkubelet.timing_note(scenario)
+    assert "wipingDelay 30 s (scenario: 2 s)" in note and "podRetryPeriod 90 s (scenario: 0.3 s)" in note
