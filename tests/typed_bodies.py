@@ -211,5 +211,12 @@ PATCH_CASES = (
         500,
         "",
     ),
+    (
+        "application/apply-patch+yaml",
+        b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"NAME","unexpected":null},"datax":{"a":"b"}}',
+        500,
+        "",
+    ),
 )
-"""Patches of a ConfigMap whose result has a number for a string: (content type, body, code, reason)."""
+"""Patches of a ConfigMap whose result has a number for a string, and an apply with fields its type does not
+have: (content type, body, code, reason)."""

@@ -4,6 +4,12 @@ A claim that is allocated already only gains the pod in ``reservedFor`` (if the 
 serve the pod's node); an unallocated one gets devices on that node. When no devices fit, the
 pod stays pending and gets one Warning Event per distinct reason, like the scheduler's
 ``FailedScheduling``.
+
+In a cluster a kubelet first sees a pod when the scheduler binds it, after its claims are
+reserved. Here pods are created bound, so a kubelet (the real one and the simulated one alike) has
+already tried the pod ("ResourceClaim not created yet") and tries again only at its pod resync,
+a minute later, or when the pod changes: once every claim of a pod is reserved, the pod gets the
+:data:`CLAIMS_RESERVED` annotation, the change binding would be.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from kubelet_dra.controlplane.cluster import (
     pod_done,
     pod_node,
     pod_reference,
+    pods_path,
 )
 from kubelet_dra.controlplane.sharing import Usage
 from kubelet_dra.kube.client import KubeClient
@@ -30,6 +37,8 @@ log = get_logger("allocator")
 
 COMPONENT = "kubelet-dra-controlplane"
 FAILED_REASON = "FailedScheduling"
+CLAIMS_RESERVED = "kubelet-dra.dev/claims-reserved"
+"""The annotation a pod gets once all its claims are reserved: a kubelet syncs the changed pod at once."""
 
 
 class Scheduler:
@@ -96,6 +105,10 @@ class Scheduler:
             if any(claim is new for new in allocated):
                 in_use.add(claim)
             log.info("Reserved claim", claim=f"{meta['namespace']}/{name}", pod=meta["name"], node=node)
+        if planned:
+            body = {"metadata": {"annotations": {CLAIMS_RESERVED: "true"}}}
+            path = pods_path(meta["namespace"], meta["name"])
+            await self._kube.request("PATCH", path, body=body, content_type="application/merge-patch+json")
         self._events.forget(meta["uid"])
 
     async def _report(self, pod: dict[str, Any], message: str) -> None:

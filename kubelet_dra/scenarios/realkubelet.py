@@ -144,8 +144,6 @@ async def wait_registered(bed: RealTestbed, driver_names: list[str]) -> None:
         await asyncio.sleep(0.05)
 
 
-CLAIMS_READY = "kubelet-dra.dev/claims-reserved"
-"""The annotation that tells the real kubelet a pod's claims are ready, as binding the pod would."""
 CLAIMS_WAIT = 10.0
 
 
@@ -164,13 +162,10 @@ async def _claims_reserved(kube: KubeClient, pod: dict[str, Any]) -> bool:
     return True
 
 
-async def touch_when_reserved(kube: KubeClient, pod: dict[str, Any]) -> str:
-    """Change the pod once its claims are allocated and reserved, as a cluster's binding would make it new.
-
-    A cluster's kubelet sees a pod first when the scheduler binds it, after its claims are reserved. The
-    offline control plane works on pods created bound, so the real kubelet has already tried this one
-    ("ResourceClaim not created yet") and would retry only at its 1-minute resync or when the pod changes.
-    A pod whose claims cannot be reserved within ``CLAIMS_WAIT`` is left as it is."""
+async def wait_for_reservation(kube: KubeClient, pod: dict[str, Any]) -> str:
+    """Wait until the pod's claims are allocated and reserved, which the offline control plane marks on the pod
+    (its claims-reserved annotation, the change a cluster's binding would be), so the next step finds the pod
+    synced by the real kubelet. A pod whose claims are not reserved within ``CLAIMS_WAIT`` is reported."""
     if not pod["spec"].get("resourceClaims"):
         return ""
     deadline = time.monotonic() + CLAIMS_WAIT
@@ -178,8 +173,4 @@ async def touch_when_reserved(kube: KubeClient, pod: dict[str, Any]) -> str:
         if time.monotonic() > deadline:
             return f"; claims not reserved within {CLAIMS_WAIT:g} s: pod left for the kubelet's resync"
         await asyncio.sleep(0.05)
-    metadata = pod["metadata"]
-    path = objects.object_path("Pod", metadata["name"], metadata["namespace"])
-    body = {"metadata": {"annotations": {CLAIMS_READY: "true"}}}
-    await kube.request("PATCH", path, body=body, content_type="application/merge-patch+json")
-    return "; claims reserved: pod annotated for the real kubelet"
+    return "; claims reserved: the control plane annotated the pod"

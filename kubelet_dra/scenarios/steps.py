@@ -50,8 +50,8 @@ async def create_pod(ctx: Context, args: dict[str, Any]) -> str:
         namespace=args.get("namespace", DEFAULT_NAMESPACE),
     )
     stored = await objects.apply(ctx.bed.kube, pod)
-    touched = await realkubelet.touch_when_reserved(ctx.bed.kube, stored) if ctx.real is not None else ""
-    return f"pod {args['name']} uid {stored['metadata']['uid']}{touched}"
+    reserved = await realkubelet.wait_for_reservation(ctx.bed.kube, stored) if ctx.real is not None else ""
+    return f"pod {args['name']} uid {stored['metadata']['uid']}{reserved}"
 
 
 async def delete_pod(ctx: Context, args: dict[str, Any]) -> str:

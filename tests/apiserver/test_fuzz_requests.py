@@ -153,4 +153,9 @@ def test_patches_of_any_type_and_shape_get_an_object_or_a_client_error(
     assert created.status in (201, 409), ascii(created.data)  # 409: a patch gave it a finalizer
     body = json.dumps(patch).encode()
     response = send(apiserver, "PATCH", f"{CLAIMS}/fuzz?fieldManager=fuzz", body, patch_type)
+    if response.status == 500 and "apply" in patch_type:
+        # kube-apiserver's own answer to an applied configuration its type cannot hold (an unknown or mistyped
+        # field), held to the real one in tests/interop/test_differential_decoding.py
+        assert json.loads(response.data)["message"].startswith("failed to create typed patch object"), ascii(body)
+        return
     assert_answered_well(response, f"PATCH {patch_type} {body[:300]!r}")
