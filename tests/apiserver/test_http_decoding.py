@@ -84,7 +84,10 @@ def test_a_patch_whose_result_is_mistyped_is_refused(
         assert answer["details"]["causes"][0]["field"] == "patch"
     else:
         assert answer["message"].startswith("failed to create typed patch object (/patched; /v1, Kind=ConfigMap): ")
-    assert "json: cannot unmarshal number into Go struct field ConfigMap.data of type string" in answer["message"]
+    if b"datax" in body:  # an applied field the type does not have
+        assert answer["message"].endswith(": .metadata.unexpected: field not declared in schema")
+    else:
+        assert "json: cannot unmarshal number into Go struct field ConfigMap.data of type string" in answer["message"]
     assert apiserver.json("GET", f"{CONFIG_MAPS}/patched")[1]["data"] == {"a": "x"}
 
 
