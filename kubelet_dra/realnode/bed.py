@@ -94,16 +94,20 @@ class RealTestbed(Testbed):
 
     def registered(self, driver_name: str) -> int:
         """How many of the driver's registration sockets the kubelet accepted, as the tap saw it: the last
-        NotifyRegistrationStatus to each socket whose GetInfo named the driver said registered."""
+        NotifyRegistrationStatus to each live socket whose GetInfo named the driver said registered. Only calls
+        since the socket's mirror began count: a restarted driver's socket has the same path, and the kubelet's
+        word to the driver that was there before is not a registration of the new one."""
+        since = {mirror.driver_socket: mirror.since for mirror in self._tap.mirrors()} if self._tap else {}
         named: set[str] = set()
         last: dict[str, bool] = {}
         for record in self.recorder.records():
+            if record.endpoint not in since or record.started_at < since[record.endpoint]:
+                continue
             if record.method == GET_INFO and (record.response or {}).get("name") == driver_name:
                 named.add(record.endpoint)
             elif record.method.endswith(NOTIFY):
                 last[record.endpoint] = bool(record.request.get("plugin_registered"))
-        live = {mirror.driver_socket for mirror in self._tap.mirrors()} if self._tap else set()
-        return sum(1 for endpoint in named if last.get(endpoint) and endpoint in live)
+        return sum(1 for endpoint in named if last.get(endpoint))
 
     def chosen_service(self, driver_name: str) -> str | None:
         """The DRA service the kubelet chose at the driver's last registration, from its log."""

@@ -21,6 +21,7 @@ from kubelet_dra.kube.client import KubeApiError
 from kubelet_dra.log import get_logger
 from kubelet_dra.realnode import RealKubeletOptions, RealTestbed
 from kubelet_dra.scenarios import realkubelet
+from kubelet_dra.scenarios.cleanup import leave_cluster_clean
 from kubelet_dra.scenarios.context import Context
 from kubelet_dra.scenarios.expectations import evaluate
 from kubelet_dra.scenarios.model import Scenario, Step
@@ -131,11 +132,17 @@ async def replay(scenario: Scenario, options: ReplayOptions | None = None) -> Sc
     try:
         async with bed:
             ctx = Context(scenario, bed, options.faults)
-            await _stage(ctx)
-            await _run_steps(ctx, options, results)
-            broken = next((i for i, r in enumerate(results) if r.result in (junit.FAILED, junit.ERROR)), None)
-            if broken is not None:
-                results[broken] = _with_logs(results[broken], ctx)
+            try:
+                await _stage(ctx)
+                await _run_steps(ctx, options, results)
+                broken = next((i for i, r in enumerate(results) if r.result in (junit.FAILED, junit.ERROR)), None)
+                if broken is not None:
+                    results[broken] = _with_logs(results[broken], ctx)
+            finally:
+                if not bed.embedded:  # a real cluster stays: the next scenario's node must not find this one's pods
+                    await bed.stop_node()
+                    deleted = await leave_cluster_clean(bed.kube, ctx.node_name, ctx.scenario.objects)
+                    log.v(1).info("Left the cluster as it was", deleted=deleted)
     except (KubeletDRAError, KubeApiError, OSError) as err:
         error = f"cannot stage the scenario: {err}"
         log.error("Scenario could not be staged", err=err)

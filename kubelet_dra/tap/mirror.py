@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 
 import attrs
 import grpc
@@ -37,6 +38,9 @@ class MirrorView:
     mirror_socket: str
     driver_endpoint: str
     tap_endpoint: str
+    since: float
+    """When this mirror of the driver's socket began (epoch seconds): the kubelet's calls from then on are about
+    this incarnation of the driver; earlier ones reached a driver that has since gone."""
 
     def to_json(self) -> dict[str, str]:
         return attrs.asdict(self)
@@ -76,6 +80,7 @@ class DriverMirror:
         self._server = _Server(mirror_socket, self._registration)
         self._service: Forwarder | None = None
         self._service_server: _Server | None = None
+        self._since = 0.0
 
     def open_calls(self) -> list[OpenCall]:
         forwarders = [self._registration, *([self._service] if self._service else [])]
@@ -89,9 +94,11 @@ class DriverMirror:
             mirror_socket=self.mirror_socket,
             driver_endpoint=service.upstream.path if service else "",
             tap_endpoint=self._service_server.path if self._service_server else "",
+            since=self._since,
         )
 
     async def start(self) -> None:
+        self._since = time.time()
         await self._server.start()
         self._log.v(2).info("Mirrored registration socket", mirror=self.mirror_socket)
 

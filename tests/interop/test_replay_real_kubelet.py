@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import shutil
 import socket
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from helpers import kubelet_dra
-from realk8s import REPO, real_kubelet_missing, real_kubelet_turn
+from realk8s import REPO, real_kubelet_missing, real_kubelet_turn, start_control_plane, stop_control_plane
 
 SCENARIOS = (
     "apiserver-restart",
@@ -49,11 +50,12 @@ async def test_library_scenarios_hold_on_the_real_kubelet(turn: Path):
     files = [str(REPO / "scenarios" / f"{name}.yaml") for name in SCENARIOS]
     code, out, err = await kubelet_dra("replay", *_flags(turn), "--output", "json", "--keep", *files, timeout=900)
     report = json.loads(out)
-    kubelet_log = ""
+    logs = {}
     for scenario in report["scenarios"]:
         workdir = Path(scenario["workdir"])
-        kubelet_log += (workdir / "kubelet" / "kubelet.log").read_text(errors="replace")
+        logs[scenario["name"]] = (workdir / "kubelet" / "kubelet.log").read_text(errors="replace")
         shutil.rmtree(workdir, ignore_errors=True)
+    kubelet_log = "".join(logs.values())
     broken = {
         scenario["name"]: scenario["error"]
         or [step["message"] for step in scenario["steps"] if step["result"] != "passed"]
@@ -64,6 +66,9 @@ async def test_library_scenarios_hold_on_the_real_kubelet(turn: Path):
     assert [scenario["name"] for scenario in report["scenarios"]] == list(SCENARIOS)
     # the node was the real kubelet: its own words for the driver's registration through the tap
     assert '"Registered DRA plugin"' in kubelet_log and 'driverName="gpu.example.com"' in kubelet_log
+    # "registered again" meant the kubelet's new registration, not its word to the driver before the restart:
+    # the pod created next never met an unregistered driver (which costs it the 60-90 s pod resync)
+    assert "DRA driver gpu.example.com is not registered" not in logs["register-after-plugin-restart"]
     for scenario in report["scenarios"]:
         assert scenario["note"].startswith("real kubelet timings: wipingDelay 30 s"), scenario["note"]
 
@@ -84,3 +89,22 @@ async def test_a_kubelet_already_serving_the_device_plugin_socket_is_refused(tur
             DEVICE_PLUGIN_SOCKET.unlink()
     assert code == 2 and "Traceback" not in err
     assert f"another kubelet already serves {DEVICE_PLUGIN_SOCKET}" in err
+
+
+async def test_on_a_real_control_plane_each_scenario_leaves_it_as_it_found_it(turn: Path):
+    """``--kubeconfig``: the real kubelet on a real kube-apiserver, scheduler and controller-manager; the same
+    file twice, and the second replay's node must not meet the first one's pod."""
+    directory = Path(tempfile.mkdtemp(prefix="kd-cp-", dir="/tmp"))
+    plane = start_control_plane(directory, "scheduler", "controller-manager")
+    try:
+        scenario = str(REPO / "scenarios" / "unprepare-fails-then-succeeds.yaml")
+        flags = [*_flags(turn), "--kubeconfig", str(plane.kubeconfig), "--output", "json"]
+        code, out, err = await kubelet_dra("replay", *flags, scenario, scenario, timeout=600)
+        assert code == 0, (out[-3000:], err[-2000:])
+        uids = [json.loads(out)["scenarios"][index]["steps"][0]["message"].split(" uid ")[1] for index in (0, 1)]
+        assert uids[0].split(";")[0] != uids[1].split(";")[0]
+        left = plane.kubectl("get", "pods,resourceclaims,resourceclaimtemplates", "-A", "-o", "name").stdout
+        assert left.strip() == ""
+    finally:
+        stop_control_plane(directory)
+        shutil.rmtree(directory, ignore_errors=True)

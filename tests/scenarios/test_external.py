@@ -8,9 +8,11 @@ import pytest
 from helpers import KubeletDRAProcess
 
 from kubelet_dra.apiserver.testing import ServerThread
+from kubelet_dra.kube.client import KubeClient
 from kubelet_dra.scenarios.loader import ScenarioError, loads
 from kubelet_dra.scenarios.report import failures
 from kubelet_dra.scenarios.runner import replay
+from kubelet_dra.testbed import objects
 
 SCENARIO = """\
 apiVersion: kubelet-dra.dev/v1alpha1
@@ -58,3 +60,47 @@ def test_a_real_cluster_cannot_be_stopped():
     assert [str(issue) for issue in caught.value.issues] == [
         "s.yaml:16:5: steps[3]: with node.kubeconfig the API server is a real cluster's: it cannot be stopped"
     ]
+
+
+CLEAN = """\
+apiVersion: kubelet-dra.dev/v1alpha1
+kind: Scenario
+metadata: {{name: pod-left-running}}
+node: {{name: clean-node, kubeconfig: {kubeconfig}}}
+timing: {{within: 5s}}
+drivers:
+  - {{id: gpu, name: gpu.example.com, reference: {{devices: 1}}}}
+objects:
+  - apiVersion: resource.k8s.io/v1
+    kind: DeviceClass
+    metadata: {{name: gpu.example.com}}
+    spec: {{selectors: [{{cel: {{expression: "device.driver == 'gpu.example.com'"}}}}]}}
+  - apiVersion: resource.k8s.io/v1
+    kind: ResourceClaimTemplate
+    metadata: {{name: one-gpu, namespace: default}}
+    spec: {{spec: {{devices: {{requests: [{{name: gpu, exactly: {{deviceClassName: gpu.example.com}}}}]}}}}}}
+steps:
+  - createPod: {{name: p1, templates: {{gpu: one-gpu}}}}
+  - expect:
+      pod: {{pod: p1, phase: Running}}
+"""
+
+
+KINDS = ("Pod", "ResourceClaim", "ResourceClaimTemplate", "DeviceClass")
+
+
+async def test_a_scenario_leaves_a_real_cluster_as_it_found_it(apiserver: ServerThread):
+    """The pod it left running would be the next scenario's: same node name, same pod name."""
+    scenario = loads(CLEAN.format(kubeconfig=apiserver.kubeconfig), "clean.yaml")
+    uids = []
+    for _ in range(2):
+        result = await replay(scenario)
+        assert result.passed, failures(result)
+        uids.append(result.results[0].message.split(" uid ")[1])
+    assert uids[0] != uids[1], "the second replay made a pod of its own"
+    kube = KubeClient.from_kubeconfig(str(apiserver.kubeconfig))
+    try:
+        left = {kind: await objects.list_objects(kube, kind) for kind in KINDS}
+    finally:
+        kube.close()
+    assert left == {kind: [] for kind in KINDS}

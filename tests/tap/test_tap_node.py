@@ -84,6 +84,10 @@ async def test_a_driver_that_goes_takes_its_mirror_along_and_one_that_comes_back
         await env.spawn_driver(GPU, "--registry-dir", str(drivers))
         await node.wait_for(lambda: node.plugins.usable(GPU), timeout=20)
         assert await eventually(lambda: notifies() == 2, timeout=20)
+        # the new mirror began after the old driver's calls: only what follows is about the driver there now
+        since = tap.mirrors()[0].since
+        first, *_, last = tap.recorder.records()
+        assert first.started_at < since <= last.started_at
     handshakes = [(record.method.rsplit("/", 1)[-1], record.status) for record in tap.recorder.records()]
     assert handshakes == [("GetInfo", "OK"), ("NotifyRegistrationStatus", "OK")] * 2
     assert not mirror.exists(), "stopping the tap removes its sockets"
