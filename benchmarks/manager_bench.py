@@ -38,8 +38,9 @@ from typing import Any
 
 import attrs
 import grpc
+from breakdown import Breakdown, recorded_calls, table, traced_calls
 from common import Figure, Percentiles, load, realk8s, spread, write_json
-from real_manager import RealManager
+from real_manager import RealManager, timings
 from rich.console import Console
 from rich.table import Table
 
@@ -97,6 +98,7 @@ class Result:
     run_cycle_p50: list[float]
     run_ratio: list[float]
     real: RealRow | None = None
+    breakdown: tuple[Breakdown, ...] = ()
 
     @property
     def ratio(self) -> float:
@@ -313,11 +315,29 @@ async def one_driver(
                                 Samples(*await real.cycles(f"{meta['namespace']}/{meta['name']}", driver.name, per_pod))
                             )
                         manager_runs.append(await cycles(pods, per_pod, *steps[1]))
-                    results.append(summarize(which, driver, claims, concurrency, bare_runs, manager_runs, real_runs))
+                    result = summarize(which, driver, claims, concurrency, bare_runs, manager_runs, real_runs)
+                    if judged and real is not None and claims == 1:
+                        parts = await split(bed, real, manager, pods[0], driver.name, per_pod)
+                        result = attrs.evolve(result, breakdown=parts)
+                    results.append(result)
                     await stage.forget(pods)
         finally:
             await bare.close()
     return results
+
+
+async def split(
+    bed: Testbed, real: RealManager, manager: DRAManager, pod: dict[str, Any], driver: str, rounds: int
+) -> tuple[Breakdown, ...]:
+    """One more run of each manager, untimed in the main figures, split into the driver calls and the rest."""
+    meta = pod["metadata"]
+    output, trace = await real.run(f"{meta['namespace']}/{meta['name']}", driver, rounds, "-trace")
+    prepare_calls, unprepare_calls = traced_calls(trace)
+    theirs = Breakdown.of(REAL_KUBELET, timings(output), (prepare_calls[1:], unprepare_calls[1:]))
+    since = time.time()
+    run = await cycles([pod], rounds, manager.prepare_resources, manager.unprepare_resources)
+    records = [record for record in bed.calls() if record.started_at >= since]
+    return theirs, Breakdown.of("kubelet-dra", (run.prepare, run.unprepare), recorded_calls(records))
 
 
 def pooled(runs: list[Samples], part: Callable[[Samples], list[float]]) -> Percentiles:
@@ -482,4 +502,6 @@ if __name__ == "__main__":
     else:
         console = Console(width=160)
         console.print(report(found))
+        if split_rows := [row for result in found for row in result.breakdown]:
+            console.print(table(split_rows))
         console.print(f"load at start {started_load}, at end {load()}")

@@ -33,8 +33,9 @@ def go_duration(text: str) -> float:
     return sum(float(number) * _SECONDS[unit] for number, unit in parts)
 
 
-def timings(output: str) -> tuple[list[float], list[float]]:
-    """Prepare and unprepare seconds of each cycle from the harness's stdout; a failed call raises."""
+def timings(output: str, *, keep_first: bool = False) -> tuple[list[float], list[float]]:
+    """Prepare and unprepare seconds of each cycle from the harness's stdout, the untimed first one dropped
+    unless ``keep_first``; a failed call raises."""
     prepare: list[float] = []
     unprepare: list[float] = []
     for line in output.splitlines():
@@ -44,7 +45,7 @@ def timings(output: str) -> tuple[list[float], list[float]]:
         if error != "<nil>":
             raise HarnessError(f"the real DRA manager's {operation} failed: {error}")
         (prepare if operation == "PrepareResources" else unprepare).append(go_duration(took))
-    return prepare, unprepare
+    return (prepare, unprepare) if keep_first else (prepare[1:], unprepare[1:])
 
 
 class RealManager:
@@ -67,8 +68,15 @@ class RealManager:
 
     async def cycles(self, pod: str, driver: str, cycles: int) -> tuple[list[float], list[float], float]:
         """``cycles`` timed prepare+unprepare cycles of ``pod`` (NS/NAME) after one untimed; and their wall time."""
+        prepare, unprepare = timings((await self.run(pod, driver, cycles))[0])
+        return prepare, unprepare, sum(prepare) + sum(unprepare)
+
+    async def run(self, pod: str, driver: str, cycles: int, *extra: str) -> tuple[str, str]:
+        """The harness's stdout and stderr of one run of ``cycles`` cycles after an untimed one (``timings`` drops
+        that one's ``took=`` lines); ``extra`` flags such as ``-trace`` (its lines on stderr) go on its command."""
         process = await asyncio.create_subprocess_exec(
             *self.command(pod, driver, cycles + 1),
+            *extra,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
@@ -78,8 +86,9 @@ class RealManager:
             process.kill()
             await process.wait()
             raise HarnessError(f"dra-manager-harness did not finish {cycles} cycles in {RUN_TIMEOUT:g} s") from None
-        prepare, unprepare = timings(stdout.decode(errors="replace"))
+        output, errors = stdout.decode(errors="replace"), stderr.decode(errors="replace")
+        prepare, unprepare = timings(output, keep_first=True)
         if process.returncode != 0 or len(prepare) != cycles + 1 or len(unprepare) != cycles + 1:
-            words = stderr.decode(errors="replace").strip().splitlines()[-3:]
+            words = errors.strip().splitlines()[-3:]
             raise HarnessError(f"dra-manager-harness exited {process.returncode}: {' | '.join(words)}")
-        return prepare[1:], unprepare[1:], sum(prepare[1:]) + sum(unprepare[1:])
+        return output, errors

@@ -31,10 +31,11 @@ FAILED = (
 )
 
 
-def test_each_calls_time_is_read_in_seconds() -> None:
-    prepare, unprepare = real_manager.timings(OUTPUT)
+def test_each_calls_time_is_read_in_seconds_and_the_untimed_first_cycle_dropped() -> None:
+    prepare, unprepare = real_manager.timings(OUTPUT, keep_first=True)
     assert prepare == pytest.approx([0.002772452, 1.5])
     assert unprepare == pytest.approx([0.000677827, 62.5])
+    assert real_manager.timings(OUTPUT) == (prepare[1:], unprepare[1:])
 
 
 def test_a_failed_call_of_the_real_manager_stops_the_benchmark_with_its_words() -> None:
