@@ -106,9 +106,7 @@ class Scheduler:
                 in_use.add(claim)
             log.info("Reserved claim", claim=f"{meta['namespace']}/{name}", pod=meta["name"], node=node)
         if planned:
-            body = {"metadata": {"annotations": {CLAIMS_RESERVED: "true"}}}
-            path = pods_path(meta["namespace"], meta["name"])
-            await self._kube.request("PATCH", path, body=body, content_type="application/merge-patch+json")
+            await mark_claims_reserved(self._kube, meta["namespace"], meta["name"])
         self._events.forget(meta["uid"])
 
     async def _report(self, pod: dict[str, Any], message: str) -> None:
@@ -116,6 +114,13 @@ class Scheduler:
         if await self._events.report(pod, FAILED_REASON, message):
             meta = pod["metadata"]
             log.warning("Pod cannot run", pod=f"{meta['namespace']}/{meta['name']}", reason=message)
+
+
+async def mark_claims_reserved(kube: KubeClient, namespace: str, name: str) -> None:
+    """Annotate the pod whose claims are now all reserved: the change a cluster's binding would be, so that any
+    kubelet (which retries a failed prepare only at its pod resync or on a change of the pod) syncs it at once."""
+    body = {"metadata": {"annotations": {CLAIMS_RESERVED: "true"}}}
+    await kube.request("PATCH", pods_path(namespace, name), body=body, content_type="application/merge-patch+json")
 
 
 def _serves(allocation: dict[str, Any], node: str) -> bool:

@@ -147,7 +147,8 @@ async def wait_registered(bed: RealTestbed, driver_names: list[str]) -> None:
 CLAIMS_WAIT = 10.0
 
 
-async def _claims_reserved(kube: KubeClient, pod: dict[str, Any]) -> bool:
+async def claims_reserved(kube: KubeClient, pod: dict[str, Any]) -> bool:
+    """Whether every claim of ``pod`` exists and is reserved for it, as the API server has them now."""
     namespace, uid = pod["metadata"]["namespace"], pod["metadata"]["uid"]
     current = await objects.get(kube, "Pod", pod["metadata"]["name"], namespace)
     if current is None or not pod_claims_created(current):
@@ -169,7 +170,7 @@ async def wait_for_reservation(kube: KubeClient, pod: dict[str, Any]) -> str:
     if not pod["spec"].get("resourceClaims"):
         return ""
     deadline = time.monotonic() + CLAIMS_WAIT
-    while not await _claims_reserved(kube, pod):
+    while not await claims_reserved(kube, pod):
         if time.monotonic() > deadline:
             return f"; claims not reserved within {CLAIMS_WAIT:g} s: pod left for the kubelet's resync"
         await asyncio.sleep(0.05)

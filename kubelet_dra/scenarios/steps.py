@@ -12,6 +12,7 @@ from typing import Any
 
 import attrs
 
+from kubelet_dra.controlplane.scheduling import mark_claims_reserved
 from kubelet_dra.driver.knobs import written
 from kubelet_dra.errors import StateError
 from kubelet_dra.release import RELEASES
@@ -50,7 +51,9 @@ async def create_pod(ctx: Context, args: dict[str, Any]) -> str:
         namespace=args.get("namespace", DEFAULT_NAMESPACE),
     )
     stored = await objects.apply(ctx.bed.kube, pod)
-    reserved = await realkubelet.wait_for_reservation(ctx.bed.kube, stored) if ctx.real is not None else ""
+    # with no control plane, the scenario reserves the claims itself in a later step
+    waits = ctx.real is not None and ctx.bed.options.control_plane
+    reserved = await realkubelet.wait_for_reservation(ctx.bed.kube, stored) if waits else ""
     return f"pod {args['name']} uid {stored['metadata']['uid']}{reserved}"
 
 
@@ -72,6 +75,9 @@ async def reserve(ctx: Context, args: dict[str, Any]) -> str:
     reference = {"resource": "pods", "name": pod["metadata"]["name"], "uid": pod["metadata"]["uid"]}
     status = {**status, "reservedFor": [*(status.get("reservedFor") or []), reference]}
     await objects.write_status(ctx.bed.kube, {**claim, "apiVersion": "resource.k8s.io/v1"}, status)
+    if await realkubelet.claims_reserved(ctx.bed.kube, pod):  # as the control plane marks a pod it has placed
+        await mark_claims_reserved(ctx.bed.kube, pod["metadata"]["namespace"], pod["metadata"]["name"])
+        return f"claim {args['claim']} reserved for pod {args['pod']}; all its claims reserved: pod annotated"
     return f"claim {args['claim']} reserved for pod {args['pod']}"
 
 
