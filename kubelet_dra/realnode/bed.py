@@ -14,6 +14,7 @@ from typing import NoReturn
 
 from kubelet_dra.api.calls import CallRecord, CallRecorder
 from kubelet_dra.errors import StateError, UsageError
+from kubelet_dra.realnode import cdi
 from kubelet_dra.realnode.kubelet import RealKubelet, RealKubeletOptions
 from kubelet_dra.tap import Tap
 from kubelet_dra.tap.mirror import GET_INFO
@@ -69,14 +70,14 @@ class RealTestbed(Testbed):
             )
             await self._tap.start()
 
-    async def stop_node(self) -> None:
-        """Stop the kubelet (SIGTERM); its root dir, the runtime's pods and the tap stay."""
-        await self.kubelet.stop()
+    async def stop_node(self, *, crash: bool = False) -> None:
+        """Stop the kubelet (SIGTERM; SIGKILL for a ``crash``); its root dir, the runtime's pods and the tap stay."""
+        await self.kubelet.stop(kill=crash)
 
-    async def restart_node(self, options: object = None) -> None:  # type: ignore[override]
+    async def restart_node(self, options: object = None, *, crash: bool = False) -> None:  # type: ignore[override]
         if options is not None:
             raise UsageError("a real kubelet restarts as the same binary", fix="replay with another --real-kubelet")
-        await self.stop_node()
+        await self.stop_node(crash=crash)
         await self.start_node()
 
     async def _close(self, *, failed: bool) -> None:
@@ -117,3 +118,9 @@ class RealTestbed(Testbed):
             if (match := REGISTERED_LINE.search(line)) and match["driver"] == driver_name
         ]
         return services[-1] if services else None
+
+    def cdi_devices(self, namespace: str, pod: str, container: str) -> list[str] | None:
+        """The CDI device IDs the runtime received for the container's last creation in the pod's last sandbox
+        (the kubelet's log names the sandbox, the fake CRI's log the devices); ``None`` before it is created."""
+        sandbox = cdi.pod_sandbox(self.kubelet.log_path, namespace, pod)
+        return None if sandbox is None else cdi.container_devices(self.kubelet.runtime_log, sandbox, container)

@@ -118,6 +118,8 @@ class RealKubelet:
         self.registry_dir = self.root_dir / "plugins_registry"
         self.checkpoint = self.root_dir / "dra_manager_state"
         self.log_path = self.dir / "kubelet.log"
+        self.runtime_log = self.dir / "cri.log"
+        """The runtime's output: Kubernetes' fake CRI logs each CreateContainer with its CDI devices there."""
         self.kubeconfig = Path(options.kubeconfig) if options.kubeconfig else kubeconfig
         self.cri_socket = self.dir / "cri.sock"
         self.starts = 0
@@ -142,14 +144,14 @@ class RealKubelet:
         for sub in ("cwd", "images"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
         command = shlex.split(self.options.cri_cmd.replace(CRI_PLACEHOLDER, str(self.cri_socket)))
-        self._runtime = await _spawn(command, self.dir / "cri.log", self.dir)
+        self._runtime = await _spawn(command, self.runtime_log, self.dir)
         deadline = time.monotonic() + SOCKET_TIMEOUT
         while not self.cri_socket.is_socket():
             if self._runtime.returncode is not None or time.monotonic() > deadline:
                 raise StateError(
                     f"the container runtime did not listen on {self.cri_socket}",
-                    where=str(self.dir / "cri.log"),
-                    fix="check --cri-cmd: " + _tail(self.dir / "cri.log"),
+                    where=str(self.runtime_log),
+                    fix="check --cri-cmd: " + _tail(self.runtime_log),
                 )
             await asyncio.sleep(0.05)
 
@@ -195,10 +197,13 @@ class RealKubelet:
                     return beat.timestamp() >= int(since)
         return False
 
-    async def stop(self) -> int | None:
-        """SIGTERM (SIGKILL after a grace); the root dir and the runtime stay, as on a node whose kubelet restarts."""
+    async def stop(self, *, kill: bool = False) -> int | None:
+        """SIGTERM (SIGKILL after a grace, or at once with ``kill``: a crash); the root dir and the runtime stay,
+        as on a node whose kubelet restarts."""
         process, self._kubelet = self._kubelet, None
-        code = await _end(process)
+        code = await _end(process, signal.SIGKILL if kill else signal.SIGTERM)
+        if kill and process is not None:
+            self._log.v(1).info("Real kubelet killed", pid=process.pid, exitCode=code)
         self._unmount()
         return code
 
@@ -259,10 +264,10 @@ async def _spawn(command: list[str], log_path: Path, cwd: Path) -> asyncio.subpr
             raise UsageError(f"cannot run {command[0]}: {err.strerror}", fix="check the command") from err
 
 
-async def _end(process: asyncio.subprocess.Process | None) -> int | None:
+async def _end(process: asyncio.subprocess.Process | None, sig: int = signal.SIGTERM) -> int | None:
     if process is None or process.returncode is not None:
         return None if process is None else process.returncode
-    process.send_signal(signal.SIGTERM)
+    process.send_signal(sig)
     try:
         return await asyncio.wait_for(process.wait(), STOP_GRACE)
     except TimeoutError:

@@ -23,6 +23,10 @@ from kubelet_dra.testbed import objects
 from kubelet_dra.testbed.objects import DEFAULT_NAMESPACE
 
 POLL_INTERVAL = 0.05
+NOT_CREATED = (
+    "no CreateContainer of it in the runtime's log yet (cri.log: the CDI devices are read from Kubernetes'"
+    " fake CRI, -v 1 or more)"
+)
 SHOWN_CALLS = 15
 
 
@@ -324,13 +328,23 @@ async def checkpoint(ctx: Context, args: Mapping[str, Any]) -> Look:
     return Look(ok, f"checkpoint {expected}", seen, f"checkpoint: {shown or 'empty'}")
 
 
+def _container_cdi(ctx: Context, pod: Mapping[str, Any], container: str) -> list[str] | None:
+    """The node's CDI device IDs for the container: the simulated manager's answer, or what the real kubelet's
+    runtime received in its CreateContainer (``None`` before that)."""
+    if ctx.real is not None:
+        return ctx.real.cdi_devices(pod["metadata"]["namespace"], pod["metadata"]["name"], container)
+    manager = ctx.bed.node.manager
+    return manager.get_resources(pod, container) if manager is not None else None
+
+
 async def cdi(ctx: Context, args: Mapping[str, Any]) -> Look:
     current = await ctx.pod(args)
-    manager = ctx.bed.node.manager
-    if current is None or manager is None:
+    if current is None:
         return Look(False, f"CDI devices of pod {args['pod']}", "the pod does not exist")
     container = args.get("container") or current["spec"]["containers"][0]["name"]
-    ids = manager.get_resources(current, container)
+    ids = _container_cdi(ctx, current, container)
+    if ids is None:
+        return Look(False, f"CDI devices of {args['pod']}/{container}", NOT_CREATED if ctx.real else "no DRA manager")
     missing = [pattern for pattern in args.get("ids", ()) if not fnmatch.filter(ids, pattern)]
     ok = not missing and ("count" not in args or len(ids) == args["count"])
     expected = f"CDI devices of {args['pod']}/{container}"

@@ -38,10 +38,13 @@ REFUSED_ACTIONS = {
     "unprepare": "calls the simulated node's DRA manager by hand",
 }
 REFUSED_CHECKS = {
-    "wipe": "reads the simulated node's pending ResourceSlice wipes",
+    "wipe": "reads the simulated node's pending ResourceSlice wipes (a slices expectation says what is seen)",
     "diagnosis": "reads the simulated node's registration diagnosis",
-    "cdi": "reads the simulated node's CDI devices for a container",
 }
+KILL = (
+    "is not seen by the kubelet: it holds its service connection to the tap, which stays up, so no wipe is armed"
+    " and the driver stays usable until a call fails"
+)
 SERVICE_SOCKET = "is not seen by the kubelet: the tap between them serves the kubelet its own service socket"
 REFUSED_KEYS = {
     ("restartNode", "kubeletVersion"): "changes the simulated node's release (a real kubelet is one binary)",
@@ -68,6 +71,8 @@ def refusals(scenario: Scenario, release: str) -> list[str]:
         where = f"{scenario.path}:{step.where.line}"
         if step.action in REFUSED_ACTIONS:
             found.append(f"{where}: step {step.action} {REFUSED_ACTIONS[step.action]}")
+        if step.action == "kill":
+            found.append(f"{where}: step kill of driver {step.args} {KILL}")
         if step.action in ("removeSocket", "restoreSocket") and step.args.get("socket") == "service":
             found.append(f"{where}: step {step.action} of the service socket {SERVICE_SOCKET}")
         if isinstance(step.args, dict):
@@ -117,11 +122,16 @@ def timing_note(scenario: Scenario) -> str:
 
 
 def on_real_kubelet(scenario: Scenario) -> Scenario:
-    """``scenario`` with each action timeout and expectation deadline extended to the real kubelet's timing."""
+    """``scenario`` with each action timeout and expectation deadline extended to the real kubelet's timing, and
+    each hold as long as the scenario's wiping delay or longer (one that outlasts it: "slices are kept") extended
+    to outlast the real one."""
     extra = extra_seconds(scenario)
+    delay = scenario.node.options.wiping_delay
+    wipe_extra = max(REAL_TIMING["wiping_delay"][1] - delay, 0.0)
 
     def longer(condition: Condition) -> Condition:
-        return attrs.evolve(condition, within=condition.within + extra)
+        hold = condition.hold + wipe_extra if condition.hold >= delay > 0 else condition.hold
+        return attrs.evolve(condition, within=condition.within + extra, hold=hold)
 
     def step(original: Step) -> Step:
         conditions = tuple(longer(condition) for condition in original.conditions)

@@ -54,6 +54,12 @@ RELEASE = {
     "kubeletVersion": enum(tuple(RELEASES), "pin the kubelet release (default: kubelet-dra replay --kubelet-version)"),
     "featureGates": obj({"DRAOptionalNodeOperations": boolean("alpha in 1.37, default false; needs kubeletVersion")}),
 }
+CRASH = {
+    "crash": boolean(
+        "kill the kubelet (SIGKILL; the simulated node stops at once and keeps on disk only what it had written)"
+        " instead of stopping it"
+    )
+}
 DRIVER_ID = string("a driver id from `drivers`", pattern=ID_PATTERN)
 POD_REF = {
     "pod": string("pod name"),
@@ -220,11 +226,15 @@ ACTIONS: dict[str, dict[str, Any]] = {
     "restart": DRIVER_ID,
     "restartNode": {
         **NO_ARGUMENTS,
-        "properties": RELEASE,
+        "properties": {**RELEASE, **CRASH},
         "description": "restart the simulated kubelet, keeping its checkpoint; with kubeletVersion as that release"
-        " (an upgrade or a downgrade), with its featureGates",
+        " (an upgrade or a downgrade), with its featureGates; with crash: true it is killed first",
     },
-    "stopNode": NO_ARGUMENTS,
+    "stopNode": {
+        **NO_ARGUMENTS,
+        "properties": CRASH,
+        "description": "stop the kubelet (its checkpoint stays); with crash: true it is killed",
+    },
     "startNode": NO_ARGUMENTS,
     "stopApiServer": NO_ARGUMENTS,
     "startApiServer": NO_ARGUMENTS,

@@ -117,18 +117,22 @@ def _startup_wipe(ctx: Context) -> str:
 async def restart_node(ctx: Context, args: dict[str, Any] | None) -> str:
     """A kubelet restart; with ``kubeletVersion`` an upgrade or downgrade to that release (gates off unless given)."""
     args = args or {}
+    crashed = "crashed; " if args.get("crash") else ""
     if "kubeletVersion" not in args:
-        await ctx.bed.restart_node()
-        return f"checkpoint kept; {_startup_wipe(ctx)}"
+        await ctx.bed.restart_node(crash=bool(args.get("crash")))
+        return f"{crashed}checkpoint kept; {_startup_wipe(ctx)}"
     release = RELEASES[args["kubeletVersion"]]
     gate = bool((args.get("featureGates") or {}).get("DRAOptionalNodeOperations"))
-    await ctx.bed.restart_node(attrs.evolve(ctx.bed.options.node, release=release, optional_node_operations=gate))
-    return f"now kubelet {release.version}; checkpoint kept; {_startup_wipe(ctx)}"
+    options = attrs.evolve(ctx.bed.options.node, release=release, optional_node_operations=gate)
+    await ctx.bed.restart_node(options, crash=bool(args.get("crash")))
+    return f"{crashed}now kubelet {release.version}; checkpoint kept; {_startup_wipe(ctx)}"
 
 
-async def stop_node(ctx: Context, _: None) -> str:
-    await ctx.bed.stop_node()
-    return "stopped"
+async def stop_node(ctx: Context, args: dict[str, Any] | None) -> str:
+    """Stop the kubelet; with ``crash`` kill it (SIGKILL; the simulated node keeps only what it had written)."""
+    crash = bool((args or {}).get("crash"))
+    await ctx.bed.stop_node(crash=crash)
+    return "crashed" if crash else "stopped"
 
 
 async def start_node(ctx: Context, _: None) -> str:

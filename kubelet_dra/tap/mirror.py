@@ -69,11 +69,13 @@ class _Server:
 
 class DriverMirror:
     def __init__(
-        self, driver_socket: str, mirror_socket: str, socket_dir: str, recorder: CallRecorder, log: Logger
+        self, driver_socket: str, mirror_socket: str, service_dir: str, recorder: CallRecorder, log: Logger
     ) -> None:
+        """``service_dir``: where the tap's service socket for this driver goes, one dir per registration socket
+        (two instances of one driver, a rolling update's, register from sockets of the same name in two dirs)."""
         self.driver_socket = driver_socket
         self.mirror_socket = mirror_socket
-        self._socket_dir = socket_dir
+        self._service_dir = service_dir
         self._recorder = recorder
         self._log = log.with_values(socket=driver_socket)
         self._registration = Forwarder(Upstream(driver_socket), recorder, log, rewrite=self._rewrite)
@@ -127,8 +129,7 @@ class DriverMirror:
         """The tap's socket that forwards to ``endpoint``, started on the first GetInfo."""
         if self._service is None:
             self._service = Forwarder(Upstream(endpoint), self._recorder, self._log, driver=driver)
-            name = os.path.basename(self.mirror_socket).removesuffix(".sock")
-            self._service_server = _Server(os.path.join(self._socket_dir, name, "dra.sock"), self._service)
+            self._service_server = _Server(os.path.join(self._service_dir, "dra.sock"), self._service)
             await self._service_server.start()
             self._log.v(2).info("Serving the driver's endpoint", driver=driver, endpoint=endpoint)
         self._service.driver = driver

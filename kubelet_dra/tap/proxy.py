@@ -128,8 +128,9 @@ class Tap:
             if path in self._mirrors:
                 continue
             relative = os.path.relpath(path, self.driver_registry_dir)
+            service_dir = os.path.join(self.socket_dir, relative.removesuffix(".sock"))
             mirror = DriverMirror(
-                path, os.path.join(self.registry_dir, relative), self.socket_dir, self.recorder, self._log
+                path, os.path.join(self.registry_dir, relative), service_dir, self.recorder, self._log
             )
             try:
                 await mirror.start()

@@ -193,16 +193,23 @@ class Testbed:
                 await node.startup_wipe
         return self._node
 
-    async def stop_node(self) -> None:
-        """Stop the simulated kubelet; what it prepared stays in its checkpoint, as when a kubelet stops."""
+    async def stop_node(self, *, crash: bool = False) -> None:
+        """Stop the simulated kubelet; what it prepared stays in its checkpoint, as when a kubelet stops.
+
+        A ``crash`` is a kill: the state dir keeps what was on disk at that instant, whatever the stop
+        (its cancelled calls and tasks) would write after it."""
         if self._node is not None:
             node, self._node = self._node, None
             self.past_calls.extend(node.recorder.records())
+            on_disk = _files(self.state_dir) if crash else None
             await node.__aexit__(None, None, None)
+            if on_disk is not None:
+                _restore(self.state_dir, on_disk)
 
-    async def restart_node(self, options: NodeOptions | None = None) -> Node:
-        """Stop and start the simulated kubelet; with ``options`` (another release, say) it starts with those."""
-        await self.stop_node()
+    async def restart_node(self, options: NodeOptions | None = None, *, crash: bool = False) -> Node:
+        """Stop (or ``crash``) and start the simulated kubelet; with ``options`` (another release, say) it starts
+        with those."""
+        await self.stop_node(crash=crash)
         if options is not None:
             self.options = attrs.evolve(self.options, node=options)
         return await self.start_node()
@@ -323,3 +330,18 @@ class Testbed:
             "stateDir": str(self.state_dir),
             "drivers": {driver.spec.key: str(driver.log_path) for driver in self.drivers},
         }
+
+
+def _files(directory: Path) -> dict[Path, bytes]:
+    return {path: path.read_bytes() for path in directory.rglob("*") if path.is_file()}
+
+
+def _restore(directory: Path, files: dict[Path, bytes]) -> None:
+    """``directory`` as it was: the files of ``files`` with their bytes, no others."""
+    for path in directory.rglob("*"):
+        if path.is_file() and path not in files:
+            path.unlink()
+    for path, content in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_bytes() != content:
+            path.write_bytes(content)

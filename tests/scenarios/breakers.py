@@ -22,6 +22,9 @@ BREAKERS: dict[str, Breaker] = {
     "apiserver-restart.yaml": Breaker(
         "deletion seen after the API server restart", faults={"gpu": {"unprepare-error": "busy"}}
     ),
+    "cdi-two-claims-two-containers.yaml": Breaker(
+        "main has both claims' devices", faults={"gpu": {"cdi-unqualified": "true"}}
+    ),
     "driver-v1-only.yaml": Breaker("v1.DRAPlugin negotiated", faults={"gpu": {"versions": "v1beta1"}}),
     "driver-v1beta1-only.yaml": Breaker("v1beta1.DRAPlugin negotiated", faults={"gpu": {"versions": "v1"}}),
     "health-healthy-unhealthy-healthy.yaml": Breaker("device healthy", mutation=("health: true, ", "")),
@@ -30,6 +33,9 @@ BREAKERS: dict[str, Breaker] = {
     ),
     "health-negotiation-1-37.yaml": Breaker(
         "health not followed when not advertised", mutation=('kubeletVersion: "1.37"', 'kubeletVersion: "1.36"')
+    ),
+    "kubelet-crash-during-prepare.yaml": Breaker(
+        "pod runs after the crash", faults={"gpu": {"prepare-error": "no power"}}
     ),
     "kubelet-restart-during-prepare-two-drivers.yaml": Breaker(
         "nic prepared after the restart", faults={"nic": {"prepare-error": "link down"}}
@@ -96,7 +102,7 @@ BREAKERS: dict[str, Breaker] = {
         "registered again in time", mutation=("  - start: gpu\n", "  - sleep: 100ms\n")
     ),
     "slices-wiped-after-plugin-stops.yaml": Breaker(
-        "slices wiped after the wiping delay", mutation=("wipingDelay: 1s", "wipingDelay: 30s")
+        "slices wiped after the wiping delay", mutation=("wipingDelay: 2s", "wipingDelay: 30s")
     ),
     "slices-wiped-after-unregistration.yaml": Breaker(
         "slices wiped after the wiping delay", mutation=("wipingDelay: 1s", "wipingDelay: 30s")

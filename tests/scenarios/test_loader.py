@@ -170,3 +170,13 @@ def test_feature_gates_need_a_release_that_has_them_on_the_node_and_on_restart()
         "s.yaml:7:57: steps[0].restartNode.featureGates: kubelet 1.36 has no DRAOptionalNodeOperations gate",
     ]
     loads(HEADER + f"steps:\n  - restartNode: {{kubeletVersion: '1.37', {gate}}}\n  - restartNode:\n", "s.yaml")
+
+
+def test_a_crash_is_a_boolean_of_restart_node_and_stop_node_only():
+    text = HEADER + "steps:\n  - stopNode: {crash: 'yes'}\n  - startNode: {crash: true}\n  - restartNode: {crash: 1}\n"
+    assert errors(text) == [
+        "s.yaml:6:23: steps[0].stopNode.crash: expected a boolean, got string 'yes'",
+        "s.yaml:7:17: steps[1].startNode.crash: unknown field 'crash' (no fields allowed here)",
+        "s.yaml:8:26: steps[2].restartNode.crash: expected a boolean, got integer 1",
+    ]
+    loads(HEADER + "steps:\n  - stopNode: {crash: true}\n  - startNode:\n  - restartNode: {crash: true}\n", "s.yaml")

@@ -39,9 +39,18 @@ async def test_steps_that_need_the_simulated_node_are_refused_by_file_and_line(k
     line = _single_error(err)
     assert code == 2
     assert f"{path}:37: step prepare calls the simulated node's DRA manager by hand" in line
-    assert ":43: step unprepare" in line and "expectation cdi" in line
-    assert "5 step(s) or setting(s) cannot run on the real kubelet 1.36" in line
+    assert ":43: step unprepare" in line and "expectation cdi" not in line
+    assert "3 step(s) or setting(s) cannot run on the real kubelet 1.36" in line
     assert "fix: replay those files on the simulated node" in line
+
+
+async def test_what_the_tap_hides_from_the_kubelet_and_the_pending_wipes_are_refused(kubelet_136: str):
+    path = LIBRARY / "service-reconnect.yaml"
+    code, _, err = await kubelet_dra("replay", str(path), "--real-kubelet", kubelet_136, "--cri-cmd", CRI, "--check")
+    line = _single_error(err)
+    assert code == 2
+    assert f"{path}:28: step kill of driver gpu is not seen by the kubelet: it holds its service connection" in line
+    assert f"{path}:32: expectation wipe reads the simulated node's pending ResourceSlice wipes" in line
 
 
 async def test_a_file_pinned_to_another_release_is_refused(kubelet_136: str):
@@ -51,10 +60,11 @@ async def test_a_file_pinned_to_another_release_is_refused(kubelet_136: str):
 
 
 async def test_the_library_files_it_accepts_validate(kubelet_136: str):
-    files = [str(LIBRARY / name) for name in ("apiserver-restart.yaml", "kubelet-restart-during-prepare.yaml")]
+    names = ("apiserver-restart", "kubelet-crash-during-prepare", "pod-lifecycle", "slices-wiped-after-plugin-stops")
+    files = [str(LIBRARY / f"{name}.yaml") for name in names]
     code, out, err = await kubelet_dra("replay", *files, "--real-kubelet", kubelet_136, "--cri-cmd", CRI, "--check")
     assert code == 0, err
-    assert "2 scenario file(s) are valid" in out
+    assert "4 scenario file(s) are valid" in out
 
 
 @pytest.mark.parametrize(
@@ -80,3 +90,12 @@ def test_deadlines_follow_the_real_timing():
     assert condition.within == pytest.approx(3 + 89.7)
     note = realkubelet.timing_note(scenario)
     assert "wipingDelay 30 s (scenario: 2 s)" in note and "podRetryPeriod 90 s (scenario: 0.3 s)" in note
+
+
+def test_a_hold_that_outlasts_the_wiping_delay_outlasts_the_real_one():
+    kept = load(str(LIBRARY / "slices-kept-when-plugin-restarts-in-time.yaml"))  # wipingDelay 3s, hold 3500ms
+    (condition,) = realkubelet.on_real_kubelet(kept).steps[-1].conditions
+    assert (condition.name, condition.hold) == ("slices kept past the wiping delay", pytest.approx(30.5))
+    wiped = load(str(LIBRARY / "slices-wiped-after-plugin-stops.yaml"))  # wipingDelay 2s, hold 1s
+    waiting = next(c for step in realkubelet.on_real_kubelet(wiped).steps for c in step.conditions if c.hold)
+    assert (waiting.name, waiting.hold) == ("slices kept while the wipe waits", 1.0)

@@ -93,6 +93,19 @@ async def test_a_driver_that_goes_takes_its_mirror_along_and_one_that_comes_back
     assert not mirror.exists(), "stopping the tap removes its sockets"
 
 
+async def test_two_instances_of_a_driver_registering_from_two_dirs_get_a_service_socket_each(env: NodeEnv) -> None:
+    """A rolling update: the new instance's registration socket has the old one's name in a sub-directory."""
+    drivers = env.root / "drv"
+    (drivers / "new").mkdir(parents=True)
+    async with env.node() as node, Tap(str(drivers), str(env.registry)) as tap:
+        await env.spawn_driver(GPU, "--registry-dir", str(drivers))
+        await env.spawn_driver(GPU, "--registry-dir", str(drivers / "new"), "--plugin-dir", str(env.root / "p-new"))
+        await node.wait_for(lambda: len(node.instances(GPU)) == 2, timeout=20)
+        endpoints = sorted(view.tap_endpoint for view in tap.mirrors())
+        assert sorted(instance.endpoint for instance in node.instances(GPU)) == endpoints
+    assert len(set(endpoints)) == 2, endpoints
+
+
 async def registration_error(node: Node) -> str:
     await node.wait_for(lambda: any(state.last_error for state in node.registrations()), timeout=20)
     return next(state.last_error for state in node.registrations() if state.last_error)
