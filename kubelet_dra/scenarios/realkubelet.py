@@ -123,14 +123,14 @@ def timing_note(scenario: Scenario) -> str:
 
 def on_real_kubelet(scenario: Scenario) -> Scenario:
     """``scenario`` with each action timeout and expectation deadline extended to the real kubelet's timing, and
-    each hold as long as the scenario's wiping delay or longer (one that outlasts it: "slices are kept") extended
-    to outlast the real one."""
+    each hold longer than the scenario's wiping delay (one that outlasts it: "slices are kept") extended to outlast
+    the real one."""
     extra = extra_seconds(scenario)
     delay = scenario.node.options.wiping_delay
     wipe_extra = max(REAL_TIMING["wiping_delay"][1] - delay, 0.0)
 
     def longer(condition: Condition) -> Condition:
-        hold = condition.hold + wipe_extra if condition.hold >= delay > 0 else condition.hold
+        hold = condition.hold + wipe_extra if condition.hold > delay else condition.hold
         return attrs.evolve(condition, within=condition.within + extra, hold=hold)
 
     def step(original: Step) -> Step:
