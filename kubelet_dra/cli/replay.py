@@ -9,7 +9,7 @@ import contextlib
 import attrs
 from rich.markup import escape
 
-from kubelet_dra.cli import nodeflags, output
+from kubelet_dra.cli import compare, nodeflags, output
 from kubelet_dra.cli.command import Command
 from kubelet_dra.errors import UsageError
 from kubelet_dra.realnode import RealKubeletOptions
@@ -61,6 +61,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="with --real-kubelet: a real control plane's kubeconfig instead of the embedded API server",
     )
+    real.add_argument(
+        "--compare",
+        action="store_true",
+        help="with --real-kubelet: replay each file on kubelet-dra and on the real kubelet and compare their calls,"
+        " pod statuses, events, slices and checkpoints (docs/replay.md, 'Both nodes compared')",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             output.console().print(f"{len(scenarios)} scenario file(s) are valid")
         return 0
+    if args.compare:
+        return compare.run(args, scenarios, [_present(faults, scenario) for scenario in scenarios], real)
     text = args.output == "text"
     with output.quiet_logs(args.verbosity):
         results = asyncio.run(_replay_all(scenarios, faults, keep=args.keep, live=text, real=real))
@@ -93,8 +101,10 @@ def run(args: argparse.Namespace) -> int:
 def _real_kubelet(args: argparse.Namespace, scenarios: list[Scenario]) -> RealKubeletOptions | None:
     """The real kubelet's options, once every scenario is known to be replayable on it."""
     if args.real_kubelet is None:
-        if args.cri_cmd or args.kubeconfig:
-            raise UsageError("--cri-cmd and --kubeconfig go with --real-kubelet", fix="add --real-kubelet KUBELET")
+        if args.cri_cmd or args.kubeconfig or args.compare:
+            raise UsageError(
+                "--cri-cmd, --kubeconfig and --compare go with --real-kubelet", fix="add --real-kubelet KUBELET"
+            )
         return None
     if not args.cri_cmd:
         raise UsageError("--real-kubelet needs --cri-cmd", fix="e.g. --cri-cmd 'fake-cri -listen unix://{cri_socket}'")

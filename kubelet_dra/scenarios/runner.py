@@ -8,9 +8,11 @@ testbed stops every process and removes its work dir whatever happened (``keep``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 
 import attrs
 
@@ -31,6 +33,7 @@ from kubelet_dra.testbed import Testbed, TestbedOptions, objects
 ACTION = "action"
 EXPECTATION = "expectation"
 LOG_LINES = 8
+STAGING_POLL = 0.05
 
 
 @attrs.frozen
@@ -80,6 +83,9 @@ class ReplayOptions:
     on_result: Callable[[StepResult], None] | None = None
     real_kubelet: RealKubeletOptions | None = None
     """Play the node with this real kubelet instead of the simulated one."""
+    observe: Callable[[Testbed], AbstractAsyncContextManager[object]] | None = None
+    """Entered on the staged testbed before the scenario's objects and drivers, left after its last step while
+    everything still runs (a trace of what the node did: ``kubelet_dra.fidelity``)."""
 
 
 def parse_fault(text: str) -> tuple[str, str, str]:
@@ -133,8 +139,9 @@ async def replay(scenario: Scenario, options: ReplayOptions | None = None) -> Sc
         async with bed:
             ctx = Context(scenario, bed, options.faults)
             try:
-                await _stage(ctx)
-                await _run_steps(ctx, options, results)
+                async with options.observe(bed) if options.observe else contextlib.nullcontext():
+                    await _stage(ctx)
+                    await _run_steps(ctx, options, results)
                 broken = next((i for i, r in enumerate(results) if r.result in (junit.FAILED, junit.ERROR)), None)
                 if broken is not None:
                     results[broken] = _with_logs(results[broken], ctx)
@@ -166,8 +173,29 @@ async def _stage(ctx: Context) -> None:
     started = [driver for driver in ctx.scenario.drivers if driver.start and not driver.external]
     for driver in started:
         await ctx.process(driver.id).start()
+    names = [driver.name for driver in started]
     if ctx.real is not None:
-        await realkubelet.wait_registered(ctx.real, [driver.name for driver in started])
+        await realkubelet.wait_registered(ctx.real, names)
+    else:
+        await _until(lambda: all(ctx.bed.usable(name) for name in names), realkubelet.REGISTRATION_WAIT)
+    # and the registered drivers' devices, on both nodes: a claim allocated before they are published fails
+    # scheduling first, and the node's first pod would race its drivers' start
+    registered = {name for name in names if (ctx.real.registered(name) if ctx.real else ctx.bed.usable(name))}
+
+    async def published() -> bool:
+        slices = await objects.list_objects(ctx.bed.kube, "ResourceSlice")
+        return not registered - {(item.get("spec") or {}).get("driver") for item in slices}
+
+    deadline = time.monotonic() + realkubelet.REGISTRATION_WAIT
+    while not await published() and time.monotonic() < deadline:
+        await asyncio.sleep(STAGING_POLL)
+
+
+async def _until(ready: Callable[[], bool], seconds: float) -> None:
+    """Wait until ``ready()`` or ``seconds`` passed (a driver meant not to register is waited for no longer)."""
+    deadline = time.monotonic() + seconds
+    while not ready() and time.monotonic() < deadline:
+        await asyncio.sleep(STAGING_POLL)
 
 
 async def _run_steps(ctx: Context, options: ReplayOptions, results: list[StepResult]) -> None:

@@ -97,17 +97,17 @@ def _method_name(method: str) -> str:
     return f"{service.lstrip('/').rsplit('.', 1)[-1]}/{name}" if service else name
 
 
-def call_lines(records: Iterable[dict[str, Any]]) -> list[str]:
+def call_lines(records: Iterable[dict[str, Any]], *, concurrent: float = CONCURRENT) -> list[str]:
     """One line per call in start order, normalized; repeats of the same line folded into ``(xN)``.
 
-    Calls that overlap or follow each other within ``CONCURRENT`` are one burst, ordered by their text: which of
-    two such calls starts first (the health stream a kubelet opens while it notifies the driver) is chance.
+    Calls that overlap or follow each other within ``concurrent`` seconds are one burst, ordered by their text:
+    which of two such calls starts first (the health stream a kubelet opens while it notifies the driver) is chance.
     """
     names = _Placeholders()
     bursts: list[list[str]] = []
     burst_end = float("-inf")
     for record in sorted(records, key=lambda record: record["started_at"]):
-        if record["started_at"] > burst_end + CONCURRENT or not bursts:
+        if record["started_at"] > burst_end + concurrent or not bursts:
             bursts.append([])
         burst_end = max(burst_end, record["started_at"] + float(record.get("duration") or 0.0))
         request = json.dumps(_normalize(record.get("request"), names), sort_keys=True)

@@ -200,9 +200,10 @@ class Testbed:
         (its cancelled calls and tasks) would write after it."""
         if self._node is not None:
             node, self._node = self._node, None
-            self.past_calls.extend(node.recorder.records())
             on_disk = _files(self.state_dir) if crash else None
             await node.__aexit__(None, None, None)
+            # read after the stop: a call the stop cancels is recorded then (CANCELLED), as a real kubelet's is
+            self.past_calls.extend(node.recorder.records())
             if on_disk is not None:
                 _restore(self.state_dir, on_disk)
 

@@ -1,0 +1,67 @@
+"""``replay --compare``: one scenario replayed on the simulated node, then on the real kubelet, traced alike.
+
+Each side runs on its own fresh testbed (its own embedded API server, or both on the same real
+cluster one after the other), with the same scenario file, drivers and faults; the simulated node
+plays the real kubelet's release. The comparison is accepted when both replays held and every
+column is identical or differs only as ``kubelet_dra.fidelity.known`` says.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from kubelet_dra.fidelity.columns import Trace
+from kubelet_dra.fidelity.compare import DIFFERS, ColumnResult, compare
+from kubelet_dra.fidelity.trace import Tracer
+from kubelet_dra.realnode import RealKubeletOptions
+from kubelet_dra.release import release
+from kubelet_dra.scenarios.model import Scenario
+from kubelet_dra.scenarios.report import to_json
+from kubelet_dra.scenarios.runner import ReplayOptions, ScenarioResult, replay
+
+
+@attrs.frozen
+class Comparison:
+    """One scenario on both nodes: each replay's result and trace, and the columns compared."""
+
+    simulated: ScenarioResult
+    real: ScenarioResult
+    simulated_trace: Trace
+    real_trace: Trace
+    columns: tuple[ColumnResult, ...]
+
+    @property
+    def accepted(self) -> bool:
+        return self.simulated.passed and self.real.passed and all(c.verdict != DIFFERS for c in self.columns)
+
+    def to_json(self) -> dict[str, Any]:
+        replays = to_json([self.simulated, self.real])["scenarios"]
+        return {
+            "name": self.real.name,
+            "path": self.real.path,
+            "accepted": self.accepted,
+            "columns": [column.to_json() for column in self.columns],
+            "simulated": {**replays[0], "trace": self.simulated_trace.to_json()},
+            "real": {**replays[1], "trace": self.real_trace.to_json()},
+        }
+
+
+async def replay_both(
+    scenario: Scenario, real: RealKubeletOptions, options: ReplayOptions, *, release_name: str
+) -> Comparison:
+    """Replay ``scenario`` on kubelet-dra as kubelet ``release_name``, then on ``real``; compare the traces."""
+    simulated_tracer, real_tracer = Tracer(), Tracer()
+    simulated = await replay(
+        scenario.on(release(release_name)),
+        attrs.evolve(options, real_kubelet=None, observe=simulated_tracer.observe),
+    )
+    on_real = await replay(scenario, attrs.evolve(options, real_kubelet=real, observe=real_tracer.observe))
+    return Comparison(
+        simulated,
+        on_real,
+        simulated_tracer.trace,
+        real_tracer.trace,
+        compare(scenario.name, simulated_tracer.trace, real_tracer.trace),
+    )

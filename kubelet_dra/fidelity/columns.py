@@ -1,0 +1,183 @@
+"""A replay's trace in five normalized columns: calls, pod status, events, slices, checkpoint.
+
+Each column is a list of lines in which what always differs between two runs (UIDs, generated
+names, times, the number of health-stream retries) is replaced or folded, so two nodes that did
+the same thing give the same lines. Calls reuse ``calls diff``'s normalization and pod statuses
+the pod history's; events, slices and the checkpoint are normalized here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from kubelet_dra.fidelity.watch import Sighting
+from kubelet_dra.manager.checkpoint import ClaimInfoState, DeviceState
+from kubelet_dra.pods.history import history
+from kubelet_dra.tap.diff import call_lines
+
+COLUMNS = ("calls", "pod status", "events", "slices", "checkpoint")
+HEALTH_STREAM = "NodeWatchResources"
+POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+RUNTIME_REASONS = frozenset({"Pulling", "Pulled", "Created", "Started", "Killing", "MissingClusterDNS"})
+"""Pod Events of the real kubelet's container runtime side, which kubelet-dra (no containers) does not post."""
+BEFORE_RESERVATION = ("ResourceClaim not created yet", "is not allowed to use ResourceClaim")
+"""A prepare tried before the pod's claims are reserved: the replay creates pods bound to the node, so either
+kubelet may sync one before the control plane has generated and reserved its claims, or not; in a cluster the
+kubelet sees a pod only once it is bound, after that."""
+_UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_FOLD = re.compile(r" \(x\d+\)$")
+_DEVICE_NAME = re.compile(r'"device_name": "([^"]+)"')
+STARTING = (
+    "Pending deleting=no | ContainersReady=False(ContainersNotReady) Initialized=True PodReadyToStartContainers=True"
+)
+"""A pod whose sandbox is up and whose containers are being created: the real kubelet writes this status or not,
+as its status manager finds the containers started already or not (both seen on kubelet 1.36.2)."""
+
+
+@attrs.frozen
+class Trace:
+    """One node's replay of one scenario, column by column."""
+
+    columns: Mapping[str, tuple[str, ...]]
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {column: list(self.columns[column]) for column in COLUMNS}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Sequence[str]]) -> Trace:
+        return cls({column: tuple(data.get(column) or ()) for column in COLUMNS})
+
+
+def claim_labels(claims: Iterable[Sighting]) -> dict[str, str]:
+    """Each claim generated for a pod → ``<pod/claim>`` (its pod and its name in the pod's spec): the generated
+    name's random suffix differs between runs."""
+    labels: dict[str, str] = {}
+    for sighting in claims:
+        meta = (sighting.object or {}).get("metadata") or {}
+        owners = [owner.get("name") for owner in meta.get("ownerReferences") or [] if owner.get("kind") == "Pod"]
+        pod_claim = (meta.get("annotations") or {}).get(POD_CLAIM_ANNOTATION)
+        if owners and pod_claim:
+            labels[str(meta["name"])] = f"<{owners[0]}/{pod_claim}>"
+    return labels
+
+
+def _text(value: str, labels: Mapping[str, str]) -> str:
+    for name, label in labels.items():
+        value = value.replace(name, label)
+    return _UID.sub("<uid>", value)
+
+
+def calls(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``calls diff``'s lines driver by driver, its health streams apart, devices numbered as they first appear.
+
+    Per driver, because the order in which a kubelet calls two drivers is its goroutines' chance; only calls that
+    overlap are put in text order (a faster node's calls follow closer, which is no difference). A health stream
+    opened again as before (the 5 s retry) is counted once. A CANCELLED call's details are the recorder's words
+    (the tap's or kubelet-dra's), not the wire's. Which device a claim gets is the allocator's choice."""
+    by_driver: dict[str, list[dict[str, Any]]] = {}
+    names = {
+        record["endpoint"]: (record.get("response") or {}).get("name", "")
+        for record in records
+        if record["method"].endswith("/GetInfo") and isinstance(record.get("response"), dict)
+    }
+    for record in records:
+        driver = record.get("driver") or names.get(record.get("endpoint", ""), "")
+        details = "" if record["status"] == "CANCELLED" else record.get("details")
+        by_driver.setdefault(driver, []).append({**record, "details": details})
+    lines: list[str] = []
+    for driver, found in sorted(by_driver.items()):
+        streams = [record for record in found if record["method"].endswith(HEALTH_STREAM)]
+        unary = [record for record in found if not record["method"].endswith(HEALTH_STREAM)]
+        lines += [f"{driver}: {line}" for line in call_lines(unary, concurrent=0)]
+        opened = [_FOLD.sub("", line) for line in call_lines(streams)]
+        lines += [f"{driver}: {line}" for index, line in enumerate(opened) if index == 0 or opened[index - 1] != line]
+    devices: dict[str, str] = {}
+    for line in lines:
+        for name in _DEVICE_NAME.findall(line):
+            devices.setdefault(name, f"<device-{len(devices) + 1}>")
+    return [_renamed(line, devices) for line in lines]
+
+
+def _renamed(line: str, names: Mapping[str, str]) -> str:
+    for name, placeholder in names.items():
+        line = re.sub(rf"{re.escape(name)}(?![\w.])", placeholder, line)
+    return line
+
+
+def pod_status(pods: Iterable[Sighting]) -> list[str]:
+    """Each pod's status history (``kubelet_dra.pods.history``), pod by pod in name order, without the transient
+    ``STARTING`` status."""
+    by_pod: dict[str, list[dict[str, Any] | None]] = {}
+    for sighting in pods:
+        by_pod.setdefault(sighting.key, []).append(sighting.object)
+    return [
+        f"{key}: {line}"
+        for key in sorted(by_pod)
+        for line in history(by_pod[key])
+        if not line.startswith(STARTING) or "waiting (ContainerCreating)" not in line
+    ]
+
+
+def events(sightings: Iterable[Sighting], labels: Mapping[str, str]) -> list[str]:
+    """The distinct pod Events in order of first posting (type, reason, object, message), without the runtime's
+    (``RUNTIME_REASONS``) and those ``BEFORE_RESERVATION``: how often an Event repeats is a count of retries,
+    which is timing."""
+    lines: list[str] = []
+    for sighting in sightings:
+        event = sighting.object
+        involved = (event or {}).get("involvedObject") or {}
+        if event is None or involved.get("kind") != "Pod" or event.get("reason") in RUNTIME_REASONS:
+            continue
+        message = _text(str(event.get("message", "")), labels)
+        if any(words in message for words in BEFORE_RESERVATION):
+            continue
+        line = f"{event.get('type')} {event.get('reason')} Pod {involved.get('name')}: {message}"
+        if line not in lines:
+            lines.append(line)
+    return lines
+
+
+def slices(sightings: Iterable[Sighting]) -> list[str]:
+    """Each driver's ResourceSlice creations and deletions in order, slices numbered per driver as they appear."""
+    numbers: dict[str, str] = {}
+    drivers: dict[str, str] = {}
+    by_driver: dict[str, list[str]] = {}
+    for sighting in sightings:
+        if sighting.object is not None and sighting.key not in drivers:
+            spec = sighting.object.get("spec") or {}
+            drivers[sighting.key] = driver = str(spec.get("driver"))
+            numbers[sighting.key] = f"slice-{sum(1 for d in drivers.values() if d == driver)}"
+            devices = len(spec.get("devices") or [])
+            by_driver.setdefault(driver, []).append(f"{driver}: created {numbers[sighting.key]} ({devices} devices)")
+        elif sighting.object is None and sighting.key in drivers:
+            driver = drivers[sighting.key]
+            by_driver[driver].append(f"{driver}: deleted {numbers[sighting.key]}")
+    return [line for driver in sorted(by_driver) for line in by_driver[driver]]
+
+
+def checkpoint(entries: Iterable[ClaimInfoState], labels: Mapping[str, str]) -> list[str]:
+    """One line per prepared device of each checkpointed claim, claims in name order, without UIDs; devices are
+    numbered in that order (the allocator's choice of device is not the node's)."""
+    lines = []
+    devices: dict[str, str] = {}
+    for entry in sorted(entries, key=lambda entry: (entry.namespace, _text(entry.claim_name, labels))):
+        claim = f"{entry.namespace}/{_text(entry.claim_name, labels)} pods={len(entry.pod_uids)}"
+        for driver, prepared in sorted(entry.driver_state.items()):
+            skipped = entry.skip_node_operations.get(driver)
+            skips = f" skips={','.join(skipped)}" if skipped else ""
+            for device in prepared:
+                devices.setdefault(device.device_name, f"<device-{len(devices) + 1}>")
+            lines += [f"{claim} {driver}: {_device(device, labels)}{skips}" for device in prepared] or [
+                f"{claim} {driver}: no devices{skips}"
+            ]
+    return [_renamed(line, devices) for line in lines]
+
+
+def _device(device: DeviceState, labels: Mapping[str, str]) -> str:
+    requests, cdi = ",".join(device.request_names), _text(",".join(device.cdi_device_ids), labels)
+    shared = " shared" if device.share_id else ""
+    return f"{device.pool_name}/{device.device_name} requests={requests} cdi={cdi}{shared}"
