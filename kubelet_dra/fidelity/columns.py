@@ -21,6 +21,8 @@ from kubelet_dra.tap.diff import call_lines
 
 COLUMNS = ("calls", "pod status", "events", "slices", "checkpoint")
 HEALTH_STREAM = "NodeWatchResources"
+CALLER_ENDED = ("CANCELLED", "DEADLINE_EXCEEDED")
+"""Calls the caller ended: their details are the recorder's words (the tap's or kubelet-dra's), not the driver's."""
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 RUNTIME_REASONS = frozenset({"Pulling", "Pulled", "Created", "Started", "Killing", "MissingClusterDNS"})
 """Pod Events of the real kubelet's container runtime side, which kubelet-dra (no containers) does not post."""
@@ -76,8 +78,8 @@ def calls(records: Sequence[Mapping[str, Any]]) -> list[str]:
 
     Per driver, because the order in which a kubelet calls two drivers is its goroutines' chance; only calls that
     overlap are put in text order (a faster node's calls follow closer, which is no difference). A health stream
-    opened again as before (the 5 s retry) is counted once. A CANCELLED call's details are the recorder's words
-    (the tap's or kubelet-dra's), not the wire's. Which device a claim gets is the allocator's choice."""
+    opened again as before (the 5 s retry) is counted once. The details of a call the caller ended (``CALLER_ENDED``)
+    are left out. Which device a claim gets is the allocator's choice."""
     by_driver: dict[str, list[dict[str, Any]]] = {}
     names = {
         record["endpoint"]: (record.get("response") or {}).get("name", "")
@@ -86,7 +88,7 @@ def calls(records: Sequence[Mapping[str, Any]]) -> list[str]:
     }
     for record in records:
         driver = record.get("driver") or names.get(record.get("endpoint", ""), "")
-        details = "" if record["status"] == "CANCELLED" else record.get("details")
+        details = "" if record["status"] in CALLER_ENDED else record.get("details")
         by_driver.setdefault(driver, []).append({**record, "details": details})
     lines: list[str] = []
     for driver, found in sorted(by_driver.items()):

@@ -1,0 +1,54 @@
+"""``replay --compare``: library scenarios on kubelet-dra and on the real kubelet 1.36.2, column by column.
+
+Three scenarios that cover the columns (a pod's calls and status, a kubelet restart in the middle of
+a prepare with its wipe and re-publication, an API server restart under the watches) must come out
+identical in all five columns, and the report must say so per column. The replay runs as a
+subprocess while the test holds the machine-wide real-kubelet lock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import kubelet_dra
+from realk8s import REPO, real_kubelet_missing, real_kubelet_turn
+
+from kubelet_dra.fidelity.columns import COLUMNS
+
+SCENARIOS = ("one-connection-for-all-calls", "kubelet-restart-during-prepare", "apiserver-restart")
+
+
+@pytest.fixture
+def turn(interop_bin: Path) -> Iterator[Path]:
+    """The interop programs' dir, while this test holds the machine's one real-kubelet turn."""
+    if reason := real_kubelet_missing():
+        pytest.skip(reason)
+    with real_kubelet_turn():
+        yield interop_bin
+
+
+async def test_representative_scenarios_are_identical_on_both_nodes(turn: Path):
+    files = [str(REPO / "scenarios" / f"{name}.yaml") for name in SCENARIOS]
+    flags = ["--real-kubelet", str(turn / "kubelet"), "--cri-cmd", f"{turn}/fake-cri -listen unix://{{cri_socket}}"]
+    code, out, err = await kubelet_dra("replay", "--compare", *flags, "--output", "json", *files, timeout=600)
+    report = json.loads(out)
+    differing = {
+        scenario["name"]: [column["diff"] for column in scenario["columns"] if column["verdict"] != "identical"]
+        for scenario in report["scenarios"]
+    }
+    assert code == 0 and report["accepted"], (differing, err[-2000:])
+    assert [scenario["name"] for scenario in report["scenarios"]] == list(SCENARIOS)
+    for scenario in report["scenarios"]:
+        assert [column["column"] for column in scenario["columns"]] == list(COLUMNS)
+        assert all(column["verdict"] == "identical" for column in scenario["columns"]), scenario["name"]
+        assert scenario["simulated"]["passed"] and scenario["real"]["passed"]
+        # each side's trace is a story, not two empty lists that agree
+        for side in ("simulated", "real"):
+            trace = scenario[side]["trace"]
+            assert any("NodePrepareResources OK" in line for line in trace["calls"]), (scenario["name"], side)
+            assert any("Running" in line for line in trace["pod status"]), (scenario["name"], side)
+    real_calls = report["scenarios"][1]["real"]["trace"]["calls"]
+    assert any("NodePrepareResources CANCELLED" in line for line in real_calls), "the restart cut a prepare"
