@@ -77,9 +77,11 @@ def calls(records: Sequence[Mapping[str, Any]]) -> list[str]:
     """``calls diff``'s lines driver by driver, its health streams apart, devices numbered as they first appear.
 
     Per driver, because the order in which a kubelet calls two drivers is its goroutines' chance; only calls that
-    overlap are put in text order (a faster node's calls follow closer, which is no difference). A health stream
-    opened again as before (the 5 s retry) is counted once. The details of a call the caller ended (``CALLER_ENDED``)
-    are left out. Which device a claim gets is the allocator's choice."""
+    overlap are put in text order (a faster node's calls follow closer, which is no difference). The same call made
+    again at once is one line: how often a failed call is retried before a scenario mends it is the retry period's
+    count (the real kubelet's 60–90 s, the file's shortened one), and a health stream is opened again every 5 s.
+    The details of a call the caller ended (``CALLER_ENDED``) are left out. Which device a claim gets is the
+    allocator's choice."""
     by_driver: dict[str, list[dict[str, Any]]] = {}
     names = {
         record["endpoint"]: (record.get("response") or {}).get("name", "")
@@ -94,9 +96,9 @@ def calls(records: Sequence[Mapping[str, Any]]) -> list[str]:
     for driver, found in sorted(by_driver.items()):
         streams = [record for record in found if record["method"].endswith(HEALTH_STREAM)]
         unary = [record for record in found if not record["method"].endswith(HEALTH_STREAM)]
-        lines += [f"{driver}: {line}" for line in call_lines(unary, concurrent=0)]
-        opened = [_FOLD.sub("", line) for line in call_lines(streams)]
-        lines += [f"{driver}: {line}" for index, line in enumerate(opened) if index == 0 or opened[index - 1] != line]
+        for group in (unary, streams):
+            plain = [_FOLD.sub("", line) for line in call_lines(group, concurrent=0)]
+            lines += [f"{driver}: {line}" for index, line in enumerate(plain) if not index or plain[index - 1] != line]
     devices: dict[str, str] = {}
     for line in lines:
         for name in _DEVICE_NAME.findall(line):

@@ -7,7 +7,38 @@ is a bug of one side or of the scenario, to be fixed rather than listed.
 
 from __future__ import annotations
 
-KNOWN: dict[tuple[str, str], str] = {}
+RESTART_RACE = (
+    "timing: the scenario restarts the kubelet as soon as {condition}; the real kubelet may not have reached {what}"
+    " by then (kubelet-dra always has), so {effect}"
+)
+DELETED = "the pod is being deleted"
+KNOWN: dict[tuple[str, str], str] = {
+    ("kubelet-restart-during-prepare-two-drivers", "calls"): RESTART_RACE.format(
+        condition="the first driver prepared",
+        what="its call to the second driver (it calls drivers one after the other and dials each at its first call)",
+        effect="the second driver's blocked prepare is cut (CANCELLED) or never made",
+    ),
+    ("kubelet-restart-during-unprepare", "calls"): RESTART_RACE.format(
+        condition=DELETED,
+        what="the unprepare (it kills the containers first)",
+        effect="the blocked unprepare is cut (CANCELLED) or never made (both seen)",
+    ),
+    ("kubelet-restart-during-unprepare", "pod status"): RESTART_RACE.format(
+        condition=DELETED,
+        what="its status write of the killed containers",
+        effect="the line `Running deleting=yes … terminated` is written or not",
+    ),
+    ("kubelet-restart-during-unprepare-two-drivers", "calls"): RESTART_RACE.format(
+        condition=DELETED,
+        what="the unprepare (it kills the containers first, then calls the drivers one after the other)",
+        effect="a blocked unprepare is cut (CANCELLED) or never made",
+    ),
+    ("kubelet-restart-during-unprepare-two-drivers", "pod status"): RESTART_RACE.format(
+        condition=DELETED,
+        what="its status write of the killed containers",
+        effect="the line `Running deleting=yes … terminated` is written or not",
+    ),
+}
 """(scenario, column) → why that column may differ on the real kubelet."""
 
 

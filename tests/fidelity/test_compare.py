@@ -9,6 +9,8 @@ tap's raw record of its driver calls in that run. Here the same scenario replays
 from __future__ import annotations
 
 import json
+import os
+import re
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,7 @@ from kubelet_dra.tap.diff import load as load_calls
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = REPO / "tests" / "fixtures" / "kubelet-1.36" / "compare"
+UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 NAMES = sorted(path.name.removesuffix(".trace.json") for path in RECORDED.glob("*.trace.json"))
 
 
@@ -49,8 +52,7 @@ async def test_kubelet_dra_gives_the_real_kubelets_trace(name: str):
     results = compare(name, await _ours(name), real)
     assert [result.column for result in results] == list(COLUMNS)
     assert {result.column: result.diff for result in results if result.verdict != IDENTICAL} == {}
-    assert any("NodePrepareResources OK" in line for line in real.columns["calls"]), "a trace of a prepared pod"
-    assert any("Running" in line for line in real.columns["pod status"])
+    assert sum(bool(lines) for lines in real.columns.values()) >= 2, "a story, not empty columns that agree"
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -58,10 +60,11 @@ def test_the_taps_raw_record_normalizes_to_the_recorded_column(name: str):
     raw = load_calls(RECORDED / f"{name}.calls.jsonl")
     lines = calls(raw)
     assert lines == list(_real(name).columns["calls"])
-    uids = {claim["uid"] for record in raw for claim in (record.get("request") or {}).get("claims") or []}
-    assert uids and not any(uid in line for uid in uids for line in lines), "UIDs are placeholders"
+    assert not any(UID.search(line) for line in lines), "UIDs are placeholders"
+    assert not any(os.path.dirname(record["endpoint"]) in line for record in raw for line in lines), "paths too"
     streams = [record for record in raw if record["method"].endswith("/NodeWatchResources")]
-    assert len([line for line in lines if "NodeWatchResources" in line]) <= len(streams)
+    drivers = {record["driver"] for record in streams}
+    assert len([line for line in lines if "NodeWatchResources" in line]) == len(drivers), "one line per driver"
 
 
 async def test_a_different_story_is_a_unified_diff_from_ours_to_the_real_kubelets():

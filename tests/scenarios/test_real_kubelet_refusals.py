@@ -70,7 +70,7 @@ async def test_the_library_files_it_accepts_validate(kubelet_136: str):
 @pytest.mark.parametrize(
     ("flags", "wanted"),
     [
-        (["--cri-cmd", CRI], "--cri-cmd and --kubeconfig go with --real-kubelet"),
+        (["--cri-cmd", CRI], "--cri-cmd, --kubeconfig and --compare go with --real-kubelet"),
         (["--real-kubelet", "KUBELET"], "--real-kubelet needs --cri-cmd"),
         (["--real-kubelet", "/nonexistent/kubelet", "--cri-cmd", CRI], "is not an executable file"),
         (["--real-kubelet", "KUBELET", "--cri-cmd", "fake-cri -listen unix:///tmp/x.sock"], "has no {cri_socket}"),
