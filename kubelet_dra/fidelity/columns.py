@@ -26,10 +26,15 @@ CALLER_ENDED = ("CANCELLED", "DEADLINE_EXCEEDED")
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 RUNTIME_REASONS = frozenset({"Pulling", "Pulled", "Created", "Started", "Killing", "MissingClusterDNS"})
 """Pod Events of the real kubelet's container runtime side, which kubelet-dra (no containers) does not post."""
-BEFORE_RESERVATION = ("ResourceClaim not created yet", "is not allowed to use ResourceClaim")
-"""A prepare tried before the pod's claims are reserved: the replay creates pods bound to the node, so either
-kubelet may sync one before the control plane has generated and reserved its claims, or not; in a cluster the
-kubelet sees a pod only once it is bound, after that."""
+BEFORE_RESERVATION = (
+    "ResourceClaim not created yet",
+    "is not allowed to use ResourceClaim",
+    "waiting for ResourceClaim",
+)
+"""A pod seen before its claims are generated and reserved: the replay creates pods bound to the node, so either
+kubelet may sync one before the control plane has generated and reserved its claims, or not (and the control plane
+may look at the pod before its claim controller made the claim); in a cluster the kubelet sees a pod only once it
+is bound, after that."""
 _UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _FOLD = re.compile(r" \(x\d+\)$")
 _DEVICE_NAME = re.compile(r'"device_name": "([^"]+)"')
