@@ -22,7 +22,8 @@ def _rows() -> dict[str, list[str]]:
     text = (REPO / "docs" / "fidelity.md").read_text()
     assert HEADER in text, f"docs/fidelity.md: the scenario table's header must be {HEADER!r}"
     table = text[text.index(HEADER) :].split("\n\n", 1)[0]
-    return {name: [cell.strip() for cell in cells.split(" | ")] for name, cells in ROW.findall(table)}
+    rows = ROW.findall(table)[1:]  # the header's first
+    return {name: [cell.strip() for cell in cells.split(" | ")] for name, cells in rows}
 
 
 def test_every_library_scenario_has_its_row_and_the_right_verdict():
