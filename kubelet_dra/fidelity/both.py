@@ -1,8 +1,8 @@
 """``replay --compare``: one scenario replayed on the simulated node, then on the real kubelet, traced alike.
 
-Each side runs on its own fresh testbed (its own embedded API server, or both on the same real
-cluster one after the other), with the same scenario file, drivers and faults; the simulated node
-plays the real kubelet's release. The comparison is accepted when both replays held and every
+Each side runs on its own fresh testbed (its own embedded API server; the real kubelet's on the
+``--kubeconfig`` cluster when one is given), with the same scenario file, drivers and faults; the
+simulated node plays the real kubelet's release. The comparison is accepted when both replays held and every
 column is identical or differs only as ``kubelet_dra.fidelity.known`` says.
 """
 
