@@ -8,6 +8,7 @@ the pod history's; events, slices and the checkpoint are normalized here.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -81,10 +82,11 @@ def _text(value: str, labels: Mapping[str, str]) -> str:
 def calls(records: Sequence[Mapping[str, Any]]) -> list[str]:
     """``calls diff``'s lines driver by driver, its health streams apart, devices numbered as they first appear.
 
-    Per driver, because the order in which a kubelet calls two drivers is its goroutines' chance; only calls that
-    overlap are put in text order (a faster node's calls follow closer, which is no difference). The same call made
-    again at once is one line: how often a failed call is retried before a scenario mends it is the retry period's
-    count (the real kubelet's 60–90 s, the file's shortened one), and a health stream is opened again every 5 s.
+    Per driver, because the order in which a kubelet calls two drivers is its goroutines' chance; calls that overlap,
+    or follow each other with the same method and status, are put in text order (a faster node's calls follow
+    closer, and two pods' workers call a driver independently). The same call made again at once is one line: how
+    often a failed call is retried before a scenario mends it is the retry period's count (the real kubelet's
+    60–90 s, the file's shortened one), and a health stream is opened again every 5 s.
     The details of a call the caller ended (``CALLER_ENDED``) are left out. Which device a claim gets is the
     allocator's choice."""
     by_driver: dict[str, list[dict[str, Any]]] = {}
@@ -102,13 +104,20 @@ def calls(records: Sequence[Mapping[str, Any]]) -> list[str]:
         streams = [record for record in found if record["method"].endswith(HEALTH_STREAM)]
         unary = [record for record in found if not record["method"].endswith(HEALTH_STREAM)]
         for group in (unary, streams):
-            plain = [_FOLD.sub("", line) for line in call_lines(group, concurrent=0)]
+            plain = _runs_sorted([_FOLD.sub("", line) for line in call_lines(group, concurrent=0)])
             lines += [f"{driver}: {line}" for index, line in enumerate(plain) if not index or plain[index - 1] != line]
     devices: dict[str, str] = {}
     for line in lines:
         for name in _DEVICE_NAME.findall(line):
             devices.setdefault(name, f"<device-{len(devices) + 1}>")
     return [_renamed(line, devices) for line in lines]
+
+
+def _runs_sorted(lines: list[str]) -> list[str]:
+    """Calls of one method with one outcome made one after another in text order: two pods' workers call a driver
+    independently, so which of their calls comes first is chance (a failure before a success keeps its place)."""
+    runs = [list(run) for _, run in itertools.groupby(lines, key=lambda line: tuple(line.split(" ", 2)[:2]))]
+    return [line for run in runs for line in sorted(run)]
 
 
 def _renamed(line: str, names: Mapping[str, str]) -> str:
