@@ -69,8 +69,9 @@ def _print(comparison: Comparison) -> None:
     for column in comparison.columns:
         if column.verdict == IDENTICAL:
             console.print(f"  {column.column}: [green]identical[/green]")
-        elif column.verdict == DIFFERS:
+            continue
+        if column.verdict == DIFFERS:
             console.print(f"  {column.column}: [red]differs[/red]")
-            console.print("\n".join(f"    {line}" for line in column.diff), markup=False, highlight=False)
         else:
             console.print(f"  {column.column}: known difference: {escape(column.known)}")
+        console.print("\n".join(f"    {line}" for line in column.diff), markup=False, highlight=False)
