@@ -22,6 +22,7 @@ from kubelet_dra.tap.diff import call_lines
 
 COLUMNS = ("calls", "pod status", "events", "slices", "checkpoint")
 HEALTH_STREAM = "NodeWatchResources"
+REGISTRATION = ".Registration/"
 CALLER_ENDED = ("CANCELLED", "DEADLINE_EXCEEDED")
 """Calls the caller ended: their details are the recorder's words (the tap's or kubelet-dra's), not the driver's."""
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
@@ -80,7 +81,8 @@ def _text(value: str, labels: Mapping[str, str]) -> str:
 
 
 def calls(records: Sequence[Mapping[str, Any]]) -> list[str]:
-    """``calls diff``'s lines driver by driver, its health streams apart, devices numbered as they first appear.
+    """``calls diff``'s lines driver by driver, each driver's registration calls, DRA calls and health streams apart
+    (``_kinds``), devices numbered as they first appear.
 
     Per driver, because the order in which a kubelet calls two drivers is its goroutines' chance; calls that overlap,
     or follow each other with the same method and status, are put in text order (a faster node's calls follow
@@ -101,9 +103,7 @@ def calls(records: Sequence[Mapping[str, Any]]) -> list[str]:
         by_driver.setdefault(driver, []).append({**record, "details": details})
     lines: list[str] = []
     for driver, found in sorted(by_driver.items()):
-        streams = [record for record in found if record["method"].endswith(HEALTH_STREAM)]
-        unary = [record for record in found if not record["method"].endswith(HEALTH_STREAM)]
-        for group in (unary, streams):
+        for group in _kinds(found):
             plain = _runs_sorted([_FOLD.sub("", line) for line in call_lines(group, concurrent=0)])
             lines += [f"{driver}: {line}" for index, line in enumerate(plain) if not index or plain[index - 1] != line]
     devices: dict[str, str] = {}
@@ -111,6 +111,17 @@ def calls(records: Sequence[Mapping[str, Any]]) -> list[str]:
         for name in _DEVICE_NAME.findall(line):
             devices.setdefault(name, f"<device-{len(devices) + 1}>")
     return [_renamed(line, devices) for line in lines]
+
+
+def _kinds(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """A driver's registration calls, its DRA calls, its health streams: each kind in its own order, since a kubelet
+    may call a driver it has just registered before its NotifyRegistrationStatus returns, or after."""
+    kinds: dict[str, list[dict[str, Any]]] = {"registration": [], "dra": [], "health": []}
+    for record in records:
+        method = record["method"]
+        kind = "health" if method.endswith(HEALTH_STREAM) else "registration" if REGISTRATION in method else "dra"
+        kinds[kind].append(record)
+    return list(kinds.values())
 
 
 def _runs_sorted(lines: list[str]) -> list[str]:

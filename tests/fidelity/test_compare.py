@@ -17,6 +17,7 @@ import pytest
 
 from kubelet_dra.fidelity.columns import COLUMNS, Trace, calls
 from kubelet_dra.fidelity.compare import DIFFERS, IDENTICAL, REAL, SIMULATED, compare
+from kubelet_dra.fidelity.known import known_difference
 from kubelet_dra.fidelity.trace import Tracer
 from kubelet_dra.release import RELEASES
 from kubelet_dra.scenarios.loader import load
@@ -51,7 +52,9 @@ async def test_kubelet_dra_gives_the_real_kubelets_trace(name: str):
     real = _real(name)
     results = compare(name, await _ours(name), real)
     assert [result.column for result in results] == list(COLUMNS)
-    assert {result.column: result.diff for result in results if result.verdict != IDENTICAL} == {}
+    # identical, or (kubelet_dra.fidelity.known) a difference documented in docs/fidelity.md
+    assert {result.column: result.diff for result in results if result.verdict == DIFFERS} == {}
+    assert all(result.verdict == IDENTICAL for result in results if not known_difference(name, result.column))
     assert sum(bool(lines) for lines in real.columns.values()) >= 2, "a story, not empty columns that agree"
 
 

@@ -2,7 +2,8 @@
 
 Three scenarios that cover the columns (a pod's calls and status, a kubelet restart in the middle of
 a prepare with its wipe and re-publication, an API server restart under the watches) must come out
-identical in all five columns, and the report must say so per column. The replay runs as a
+identical in every column but a known difference (docs/fidelity.md), and the report must say so per
+column. The replay runs as a
 subprocess while the test holds the machine-wide real-kubelet lock.
 """
 
@@ -17,6 +18,7 @@ from helpers import kubelet_dra
 from realk8s import REPO, real_kubelet_missing, real_kubelet_turn
 
 from kubelet_dra.fidelity.columns import COLUMNS
+from kubelet_dra.fidelity.known import known_difference
 
 SCENARIOS = ("one-connection-for-all-calls", "kubelet-restart-during-prepare", "apiserver-restart")
 
@@ -36,14 +38,16 @@ async def test_representative_scenarios_are_identical_on_both_nodes(turn: Path):
     code, out, err = await kubelet_dra("replay", "--compare", *flags, "--output", "json", *files, timeout=600)
     report = json.loads(out)
     differing = {
-        scenario["name"]: [column["diff"] for column in scenario["columns"] if column["verdict"] != "identical"]
+        scenario["name"]: [column["diff"] for column in scenario["columns"] if column["verdict"] == "differs"]
         for scenario in report["scenarios"]
     }
     assert code == 0 and report["accepted"], (differing, err[-2000:])
     assert [scenario["name"] for scenario in report["scenarios"]] == list(SCENARIOS)
     for scenario in report["scenarios"]:
         assert [column["column"] for column in scenario["columns"]] == list(COLUMNS)
-        assert all(column["verdict"] == "identical" for column in scenario["columns"]), scenario["name"]
+        for column in scenario["columns"]:  # identical, or a difference documented in docs/fidelity.md
+            want = "known" if known_difference(scenario["name"], column["column"]) else "identical"
+            assert column["verdict"] in ("identical", want), (scenario["name"], column)
         assert scenario["simulated"]["passed"] and scenario["real"]["passed"]
         # each side's trace is a story, not two empty lists that agree
         for side in ("simulated", "real"):
