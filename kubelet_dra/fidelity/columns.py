@@ -132,9 +132,11 @@ def _runs_sorted(lines: list[str]) -> list[str]:
 
 
 def _renamed(line: str, names: Mapping[str, str]) -> str:
-    for name, placeholder in names.items():
-        line = re.sub(rf"{re.escape(name)}(?![\w.])", placeholder, line)
-    return line
+    """Each name in ``line`` replaced in one pass (a placeholder may contain another name: ``<device-1>``)."""
+    if not names:
+        return line
+    pattern = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
+    return re.sub(rf"(?<![\w<])(?:{pattern})(?![\w.])", lambda match: names[match.group()], line)
 
 
 def pod_status(pods: Iterable[Sighting]) -> list[str]:

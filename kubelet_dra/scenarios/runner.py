@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 
 import attrs
@@ -174,34 +174,37 @@ async def _stage(ctx: Context) -> None:
     started = [driver for driver in ctx.scenario.drivers if driver.start and not driver.external]
     for driver in started:
         await ctx.process(driver.id).start()
-    names = [driver.name for driver in started]
+    await _drivers_ready(ctx, [driver.name for driver in started])
+
+
+async def _drivers_ready(ctx: Context, names: list[str]) -> None:
+    """Wait (up to ``REGISTRATION_WAIT`` each) until the node registered the drivers, or a registration failed (a
+    scenario's fault: its retries' timing is the point), then until the registered ones published their devices:
+    on either node the first pod must not race its drivers' start (a claim allocated before its devices are
+    published fails scheduling first; a pod synced before its driver registered fails to prepare)."""
+    bed = ctx.bed
     if ctx.real is not None:
         await realkubelet.wait_registered(ctx.real, names)
+        registered = {name for name in names if ctx.real.registered(name)}
     else:
-        await _until(lambda: _registered_or_refused(ctx.bed, names), realkubelet.REGISTRATION_WAIT)
-    # and the registered drivers' devices, on both nodes: a claim allocated before they are published fails
-    # scheduling first, and the node's first pod would race its drivers' start
-    registered = {name for name in names if (ctx.real.registered(name) if ctx.real else ctx.bed.usable(name))}
+
+        async def settled() -> bool:
+            failed = any(state.phase == SocketPhase.BACKOFF for state in bed.node.registrations())
+            return failed or all(bed.usable(name) for name in names)
+
+        await _until(settled)
+        registered = {name for name in names if bed.usable(name)}
 
     async def published() -> bool:
-        slices = await objects.list_objects(ctx.bed.kube, "ResourceSlice")
+        slices = await objects.list_objects(bed.kube, "ResourceSlice")
         return not registered - {(item.get("spec") or {}).get("driver") for item in slices}
 
+    await _until(published)
+
+
+async def _until(ready: Callable[[], Awaitable[bool]]) -> None:
     deadline = time.monotonic() + realkubelet.REGISTRATION_WAIT
-    while not await published() and time.monotonic() < deadline:
-        await asyncio.sleep(STAGING_POLL)
-
-
-def _registered_or_refused(bed: Testbed, names: list[str]) -> bool:
-    """Every driver registered, or a registration failed (a scenario's fault: its retries' timing is the point)."""
-    states = bed.node.registrations()
-    return all(bed.usable(name) for name in names) or any(state.phase == SocketPhase.BACKOFF for state in states)
-
-
-async def _until(ready: Callable[[], bool], seconds: float) -> None:
-    """Wait until ``ready()`` or ``seconds`` passed (a driver meant not to register is waited for no longer)."""
-    deadline = time.monotonic() + seconds
-    while not ready() and time.monotonic() < deadline:
+    while not await ready() and time.monotonic() < deadline:
         await asyncio.sleep(STAGING_POLL)
 
 

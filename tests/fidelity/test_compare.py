@@ -78,3 +78,13 @@ async def test_a_different_story_is_a_unified_diff_from_ours_to_the_real_kubelet
     for result in differing:
         assert result.diff[:2] == (f"--- {SIMULATED}", f"+++ {REAL}")
         assert any(line.startswith(("-", "+")) for line in result.diff[2:])
+
+
+def test_which_device_each_claim_got_is_the_allocators_choice():
+    """The real record of two pods, and the same with their devices swapped, read alike."""
+    text = (RECORDED / "one-connection-for-all-calls.calls.jsonl").read_text()
+    assert "device-0" in text and "device-1" in text
+    swapped = text.replace("device-0", "device-X").replace("device-1", "device-0").replace("device-X", "device-1")
+    lines = calls([json.loads(line) for line in text.splitlines()])
+    assert calls([json.loads(line) for line in swapped.splitlines()]) == lines
+    assert not any("<<" in line for line in lines)
