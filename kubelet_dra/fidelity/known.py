@@ -18,6 +18,11 @@ SYNC_BEFORE_REGISTRATION = (
     " in 3 of 15 runs); the real kubelet registered the drivers first in every run"
 )
 KNOWN: dict[tuple[str, str], str] = {
+    ("kubelet-crash-during-prepare", "slices"): (
+        "the replay's, not the kubelet's: after the last step the real-kubelet replay started the kubelet a third"
+        " time (its log: 'kubelet start 3', the scenario has one crash and one start), whose startup wipe deleted the"
+        " re-published slice within the trace's last second; the cause in the replay's teardown is not found yet"
+    ),
     ("kubelet-restart-during-prepare", "events"): SYNC_BEFORE_REGISTRATION,
     ("kubelet-restart-during-prepare-two-drivers", "events"): SYNC_BEFORE_REGISTRATION,
     ("kubelet-restart-during-prepare-two-drivers", "calls"): RESTART_RACE.format(

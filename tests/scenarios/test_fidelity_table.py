@@ -1,7 +1,6 @@
 """docs/fidelity.md has one row per library scenario: "refused: …" exactly where ``replay --real-kubelet`` refuses
-the file, "not compared yet" for a file that runs there but was not compared, otherwise one cell per column
-that says "identical" or, exactly where ``kubelet_dra.fidelity.known`` accepts a difference, "differs: …" with
-why. The table cannot fall behind the library, the refusal rules or the known differences."""
+the file, otherwise one cell per column that says "identical" or, exactly where ``kubelet_dra.fidelity.known``
+accepts a difference, "differs: …" with why. The table cannot fall behind the library, the refusal rules or the known differences."""
 
 from __future__ import annotations
 
@@ -15,8 +14,6 @@ from kubelet_dra.scenarios.loader import load
 
 REPO = Path(__file__).resolve().parents[2]
 ROW = re.compile(r"^\| ([a-z0-9-]+) \| (.+) \|$", re.MULTILINE)
-NOT_COMPARED = "not compared yet"
-"""A file that runs on the real kubelet but has not been through ``replay --compare`` (it must not be refused)."""
 HEADER = "| scenario | " + " | ".join(COLUMNS) + " |"
 
 
@@ -36,13 +33,13 @@ def test_every_library_scenario_has_its_row_and_the_right_verdict():
         refused = bool(realkubelet.refusals(load(path), "1.36"))
         cells = rows[path.stem]
         assert cells[0].startswith("refused") == refused, path.name
-        if not refused and not cells[0].startswith(NOT_COMPARED):
+        if not refused:
             assert len(cells) == len(COLUMNS), f"{path.stem}: one cell per column {COLUMNS}"
 
 
 def test_a_cell_says_differs_exactly_where_the_difference_is_known():
     for name, cells in _rows().items():
-        if cells[0].startswith(("refused", NOT_COMPARED)):
+        if cells[0].startswith("refused"):
             continue
         for column, cell in zip(COLUMNS, cells, strict=True):
             if (name, column) in KNOWN:
