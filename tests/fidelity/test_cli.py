@@ -23,9 +23,9 @@ async def test_compare_refuses_a_file_the_real_kubelet_cannot_run(tmp_path: Path
     kubelet = tmp_path / "kubelet"
     kubelet.write_text("#!/bin/sh\necho 'Kubernetes v1.36.2'\n")
     kubelet.chmod(0o755)
-    refused = str(REPO / "scenarios" / "pod-lifecycle.yaml")
+    refused = str(REPO / "scenarios" / "prepare-unprepare-by-hand.yaml")
     code, _, err = await kubelet_dra(
         "replay", "--compare", "--real-kubelet", str(kubelet), "--cri-cmd", "x {cri_socket}", refused
     )
     assert code == 2 and "Traceback" not in err
-    assert "cannot run on the real kubelet 1.36" in err and "pod-lifecycle.yaml:" in err
+    assert "cannot run on the real kubelet 1.36" in err and "prepare-unprepare-by-hand.yaml:" in err

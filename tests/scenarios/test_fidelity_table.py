@@ -1,6 +1,7 @@
 """docs/fidelity.md has one row per library scenario: "refused: …" exactly where ``replay --real-kubelet`` refuses
 the file, otherwise one cell per column that says "identical" or, exactly where ``kubelet_dra.fidelity.known``
-accepts a difference, "differs: …" with why. The table cannot fall behind the library, the refusal rules or the known differences."""
+accepts a difference, "differs: …" with why. The table cannot fall behind the library, the refusal rules or the
+known differences."""
 
 from __future__ import annotations
 
