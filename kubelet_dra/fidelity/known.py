@@ -19,9 +19,10 @@ SYNC_BEFORE_REGISTRATION = (
 )
 KNOWN: dict[tuple[str, str], str] = {
     ("kubelet-crash-during-prepare", "slices"): (
-        "the replay's, not the kubelet's: after the last step the real-kubelet replay started the kubelet a third"
-        " time (its log: 'kubelet start 3', the scenario has one crash and one start), whose startup wipe deleted the"
-        " re-published slice within the trace's last second; the cause in the replay's teardown is not found yet"
+        "timing: each start of either kubelet wipes the node's slices, and the driver publishes again 500 ms later"
+        " (its republishDelay); kubelet-dra's second crash comes within that (its start takes milliseconds:"
+        " 'start-up wipe deleted 0 ResourceSlice(s)'), the real kubelet's after it (a start takes about 2 s), so"
+        " only the real kubelet's second start-up wipe finds the re-published slice"
     ),
     ("kubelet-restart-during-prepare", "events"): SYNC_BEFORE_REGISTRATION,
     ("kubelet-restart-during-prepare-two-drivers", "events"): SYNC_BEFORE_REGISTRATION,
