@@ -17,6 +17,11 @@ SYNC_BEFORE_REGISTRATION = (
     " machine the pod can come first (Warning 'DRA driver gpu.example.com is not registered', then the retry; seen"
     " in 3 of 15 runs); the real kubelet registered the drivers first in every run"
 )
+KILLED_STATUS_WRITE = RESTART_RACE.format(
+    condition=DELETED,
+    what="its status write of the killed containers",
+    effect="the line `Running deleting=yes … terminated` is written or not",
+)
 KNOWN: dict[tuple[str, str], str] = {
     ("kubelet-crash-during-prepare", "slices"): (
         "timing: each start of either kubelet wipes the node's slices, and the driver publishes again 500 ms later"
@@ -36,21 +41,13 @@ KNOWN: dict[tuple[str, str], str] = {
         what="the unprepare (it kills the containers first)",
         effect="the blocked unprepare is cut (CANCELLED) or never made (both seen)",
     ),
-    ("kubelet-restart-during-unprepare", "pod status"): RESTART_RACE.format(
-        condition=DELETED,
-        what="its status write of the killed containers",
-        effect="the line `Running deleting=yes … terminated` is written or not",
-    ),
+    ("kubelet-restart-during-unprepare", "pod status"): KILLED_STATUS_WRITE,
     ("kubelet-restart-during-unprepare-two-drivers", "calls"): RESTART_RACE.format(
         condition=DELETED,
         what="the unprepare (it kills the containers first, then calls the drivers one after the other)",
         effect="a blocked unprepare is cut (CANCELLED) or never made",
     ),
-    ("kubelet-restart-during-unprepare-two-drivers", "pod status"): RESTART_RACE.format(
-        condition=DELETED,
-        what="its status write of the killed containers",
-        effect="the line `Running deleting=yes … terminated` is written or not",
-    ),
+    ("kubelet-restart-during-unprepare-two-drivers", "pod status"): KILLED_STATUS_WRITE,
 }
 """(scenario, column) → why that column may differ on the real kubelet."""
 

@@ -13,7 +13,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from realk8s import INTEROP_DIR, RealControlPlane, interop_missing, start_control_plane, stop_control_plane
+from realk8s import (
+    INTEROP_DIR,
+    RealControlPlane,
+    interop_missing,
+    real_kubelet_missing,
+    real_kubelet_turn,
+    start_control_plane,
+    stop_control_plane,
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -44,3 +52,12 @@ def real_apiserver(interop_bin: Path) -> Iterator[RealControlPlane]:
     finally:
         stop_control_plane(directory)
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def turn(interop_bin: Path) -> Iterator[Path]:
+    """The interop programs' dir, while the test holds the machine's one real-kubelet turn."""
+    if reason := real_kubelet_missing():
+        pytest.skip(reason)
+    with real_kubelet_turn():
+        yield interop_bin

@@ -10,26 +10,15 @@ subprocess while the test holds the machine-wide real-kubelet lock.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from helpers import kubelet_dra
-from realk8s import REPO, real_kubelet_missing, real_kubelet_turn
+from realk8s import REPO
 
 from kubelet_dra.fidelity.columns import COLUMNS
 from kubelet_dra.fidelity.known import known_difference
 
 SCENARIOS = ("one-connection-for-all-calls", "kubelet-restart-during-prepare", "apiserver-restart")
-
-
-@pytest.fixture
-def turn(interop_bin: Path) -> Iterator[Path]:
-    """The interop programs' dir, while this test holds the machine's one real-kubelet turn."""
-    if reason := real_kubelet_missing():
-        pytest.skip(reason)
-    with real_kubelet_turn():
-        yield interop_bin
 
 
 async def test_representative_scenarios_are_identical_on_both_nodes(turn: Path):

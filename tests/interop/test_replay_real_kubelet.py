@@ -11,12 +11,10 @@ import json
 import shutil
 import socket
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from helpers import kubelet_dra
-from realk8s import REPO, real_kubelet_missing, real_kubelet_turn, start_control_plane, stop_control_plane
+from realk8s import REPO, start_control_plane, stop_control_plane
 
 SCENARIOS = (
     "apiserver-restart",
@@ -32,15 +30,6 @@ SCENARIOS = (
 delay (rolling-update-two-instances, slices-kept-when-plugin-restarts-in-time, slices-wiped-after-plugin-stops)
 and driver-v1-only / driver-v1beta1-only (pod-lifecycle's path on one service)."""
 DEVICE_PLUGIN_SOCKET = Path("/var/lib/kubelet/device-plugins/kubelet.sock")
-
-
-@pytest.fixture
-def turn(interop_bin: Path) -> Iterator[Path]:
-    """The real kubelet binary, while this test holds the machine's one real-kubelet turn."""
-    if reason := real_kubelet_missing():
-        pytest.skip(reason)
-    with real_kubelet_turn():
-        yield interop_bin
 
 
 def _flags(bin_dir: Path) -> list[str]:
