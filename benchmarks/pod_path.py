@@ -31,6 +31,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kubelet_dra.kube.client import KubeApiError, KubeClient, api_path
+from kubelet_dra.testbed import manifests
 
 REAL, SIMULATED = "real-1", "sim-1"
 LABELS = {REAL: "real kubelet 1.36.2 + fake-cri", SIMULATED: "kubelet-dra run"}
@@ -49,34 +50,17 @@ class NodePath:
     gone: list[float]
 
 
-def manifests() -> list[dict[str, Any]]:
-    return [
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "DeviceClass",
-            "metadata": {"name": DRIVER},
-            "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{DRIVER}'"}}]},
-        },
-        {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceClaimTemplate",
-            "metadata": {"name": "one-gpu", "namespace": "default"},
-            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER}}]}}},
-        },
-    ]
+def objects_of_the_pods() -> list[dict[str, Any]]:
+    """The DeviceClass and the claim template every pod of the run claims from."""
+    return [manifests.device_class(DRIVER), manifests.claim_template("one-gpu", DRIVER, requests=("gpu",))]
 
 
 def pod(name: str, node: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "nodeSelector": {"kubernetes.io/hostname": node},
-            "containers": [{"name": "c", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}],
-            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
-        },
-    }
+    """A pod the real scheduler places on ``node`` (by its hostname label), with a claim from the template."""
+    manifest = manifests.pod(name, "", templates={"gpu": "one-gpu"}, containers=("c",))
+    del manifest["spec"]["nodeName"]
+    manifest["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+    return manifest
 
 
 def example_driver(bin_dir: Path, node: str, kubeconfig: Path, dirs: dict[str, Path]) -> list[str]:
@@ -157,7 +141,7 @@ async def measure(plane: Any, kubelet: Any, bin_dir: Path, workdir: Path, pods: 
     try:
         for node in (REAL, SIMULATED):
             await until(lambda node=node: published(kube, node), f"the example driver's slices of {node}")
-        for manifest in manifests():
+        for manifest in objects_of_the_pods():
             group = manifest["apiVersion"].partition("/")[0]
             plural = {"DeviceClass": "deviceclasses", "ResourceClaimTemplate": "resourceclaimtemplates"}[
                 manifest["kind"]

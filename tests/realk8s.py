@@ -23,6 +23,8 @@ import attrs
 import urllib3
 import yaml
 
+from kubelet_dra.testbed import manifests
+
 REPO = Path(__file__).resolve().parents[1]
 INTEROP_DIR = Path(os.environ.get("KDRA_INTEROP_DIR", REPO.parent / "shared" / "interop"))
 CLIENT_GO_REFUSALS = (
@@ -365,3 +367,12 @@ def stop_real_kubelet(plane: RealControlPlane, node: str, *, kubelet_only: bool 
         env={**os.environ, "SIGKILL": "1" if kill else "0"},
         check=False,
     )
+
+
+def gpu_pod_manifests(driver: str, node: str | None) -> list[dict[str, Any]]:
+    """The DeviceClass of ``driver``, a template ``one-gpu`` and pod ``gpu-pod`` (container ``c``) claiming from
+    it: bound to ``node``, or left for the scheduler to place when ``node`` is ``None``."""
+    pod = manifests.pod("gpu-pod", node or "", templates={"gpu": "one-gpu"}, containers=("c",))
+    if node is None:
+        del pod["spec"]["nodeName"]
+    return [manifests.device_class(driver), manifests.claim_template("one-gpu", driver, requests=("gpu",)), pod]

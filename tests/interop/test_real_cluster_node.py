@@ -26,7 +26,15 @@ from typing import Any
 import attrs
 import pytest
 from helpers import KubeletDRAProcess, eventually
-from realk8s import GRAPH_LAG, REPO, RealControlPlane, client_go_refusals, start_control_plane, stop_control_plane
+from realk8s import (
+    GRAPH_LAG,
+    REPO,
+    RealControlPlane,
+    client_go_refusals,
+    gpu_pod_manifests,
+    start_control_plane,
+    stop_control_plane,
+)
 
 NODE = "sim-1"
 DRIVER = "gpu.example.com"
@@ -36,29 +44,7 @@ DEPLOY = REPO / "deploy"
 NAMESPACE = "kubelet-dra"
 UNIMPLEMENTED_HEALTH = "unknown service v1alpha1.DRAResourceHealth"
 """The Go example driver has no health service; the kubelet logs its refusal of NodeWatchResources, rightly."""
-MANIFESTS = [
-    {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "DeviceClass",
-        "metadata": {"name": DRIVER},
-        "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{DRIVER}'"}}]},
-    },
-    {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaimTemplate",
-        "metadata": {"name": "one-gpu", "namespace": "default"},
-        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER}}]}}},
-    },
-    {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "gpu-pod", "namespace": "default"},
-        "spec": {
-            "containers": [{"name": "c", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}],
-            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
-        },
-    },
-]
+MANIFESTS = gpu_pod_manifests(DRIVER, None)
 
 
 @attrs.frozen

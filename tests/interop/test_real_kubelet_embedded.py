@@ -29,6 +29,7 @@ from realk8s import (
     RealControlPlane,
     RealKubelet,
     embedded_control_plane,
+    gpu_pod_manifests,
     real_kubelet,
     real_kubelet_missing,
     restart_real_kubelet,
@@ -36,30 +37,7 @@ from realk8s import (
 
 NODE = "node-1"
 DRIVER = "gpu.example.com"
-MANIFESTS = [
-    {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "DeviceClass",
-        "metadata": {"name": DRIVER},
-        "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{DRIVER}'"}}]},
-    },
-    {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaimTemplate",
-        "metadata": {"name": "one-gpu", "namespace": "default"},
-        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER}}]}}},
-    },
-    {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "gpu-pod", "namespace": "default"},
-        "spec": {
-            "nodeName": NODE,
-            "containers": [{"name": "c", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}],
-            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
-        },
-    },
-]
+MANIFESTS = gpu_pod_manifests(DRIVER, NODE)
 RESPONSE = re.compile(r'"Response" verb="(?P<verb>[A-Z]+)" url="(?P<url>[^"]+)" status="(?P<status>\d+)')
 GET_BEFORE_CREATE = re.compile(
     r"/api/v1/nodes/[^/?]+|/apis/coordination\.k8s\.io/v1/namespaces/kube-node-lease/leases/[^/?]+"
