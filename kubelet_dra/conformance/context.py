@@ -210,6 +210,12 @@ class CheckContext:
         status = {"allocation": allocation.to_status(), "reservedFor": [{**consumer, "uid": str(uuid.uuid4())}]}
         return await objects.write_status(self.bed.kube, claim, status)
 
+    async def devices_at_once(self) -> int:
+        """``allocatable_at_once``, for a check that needs at least one such device: none fails the check."""
+        count = await self.allocatable_at_once()
+        self.expect(count, f"{self.driver_name} published no devices for {self.node_name} that can be allocated")
+        return count
+
     async def allocatable_at_once(self) -> int:
         """How many of the driver's devices on this node one claim can be allocated together: every published
         one, unless some share counters (partitions of one GPU), then as many as the counters allow.
