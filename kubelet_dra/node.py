@@ -51,6 +51,12 @@ from kubelet_dra.registration import Diagnosis, HandshakeTimeouts, PluginManager
 from kubelet_dra.release import DEFAULT_RELEASE, KubeletRelease
 from kubelet_dra.slices import ResourceSliceWiper, WipeOutcome
 
+FIRST_REGISTRATIONS_GRACE = 2.0
+"""How long the first pod sync waits for the sockets found at start to register (or fail once). The real kubelet
+watches its registry dir as its runtime comes up and syncs pods only after its API informers have synced, so a
+restarted kubelet has registered the drivers already running before it prepares anything; a driver that hangs in
+its handshake does not hold the pods longer than this."""
+
 
 class Clock(Protocol):
     """Wall-clock seconds and sleeping; tests pass a clock they advance by hand."""
@@ -243,6 +249,7 @@ class Node:
             await self._shutdown()
             raise
         if self.pods is not None:
+            await self._first_registrations()
             self.pods.start()
         return self
 
@@ -312,6 +319,12 @@ class Node:
         self._notify()
         if self.pods is not None:
             self.pods.refresh()
+
+    async def _first_registrations(self) -> None:
+        try:
+            await self.wait_for(self.registration.first_attempts_done, FIRST_REGISTRATIONS_GRACE)
+        except TimeoutError:
+            self._log.info("Syncing pods while plugin registrations are still in progress")
 
     async def _startup_wipe(self, wiper: ResourceSliceWiper) -> WipeOutcome:
         outcome = await wiper.wipe()

@@ -173,7 +173,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _add_target(health)
     health.add_argument("states", nargs="+", metavar="DEVICE=Healthy|Unhealthy|Unknown")
     health.add_argument("--message", default="", help="message reported with the new health")
-    status = actions.add_parser("status", help="show a running driver's registration, prepared claims and knobs")
+    status = actions.add_parser(
+        "status", help="show a running driver's registration, prepared claims, blocked calls and knobs"
+    )
     _add_target(status)
 
 

@@ -183,6 +183,7 @@ class DriverPlugin:
                         "notifications": registration.notifications,
                     },
                     "prepared": sorted(self.preparer.prepared),
+                    "blocked": {method: count for method, count in self.preparer.blocked.items() if count},
                     "sliceSyncs": self.publisher.syncs,
                     "knobs": self.faults.active(),
                 }

@@ -9,6 +9,7 @@ returns the same devices) and every change is checkpointed before the answer goe
 from __future__ import annotations
 
 import asyncio
+import collections
 import re
 import uuid
 from typing import Any
@@ -66,6 +67,8 @@ class Preparer:
         self._checkpoint = Checkpoint(settings.checkpoint_path)
         self._claims = self._checkpoint.load()
         self._lock = asyncio.Lock()
+        self.blocked: collections.Counter[str] = collections.Counter()
+        """The calls a block knob holds now, by method: what a scenario waits for before it cuts them."""
 
     @property
     def prepared(self) -> dict[str, PreparedClaim]:
@@ -75,7 +78,7 @@ class Preparer:
     async def prepare(self, refs: list[ClaimRef]) -> dict[str, PrepareResult]:
         if self._settings.no_op:
             return {ref.uid: PrepareResult() for ref in refs}
-        await self._stall("prepare-block", delay=self._faults.get("prepare-delay"))
+        await self._stall("NodePrepareResources", "prepare-block", delay=self._faults.get("prepare-delay"))
         claims = [await fetch_claim(self._resources, ref) for ref in refs]
         if error := self._faults.get("prepare-error"):
             raise CallFailed(f"prepare resource claims: {error}")
@@ -97,7 +100,7 @@ class Preparer:
         """Per claim UID the error text ("" = done); claims never prepared succeed."""
         if self._settings.no_op:
             return dict.fromkeys((ref.uid for ref in refs), "")
-        await self._stall("unprepare-block")
+        await self._stall("NodeUnprepareResources", "unprepare-block")
         if error := self._faults.get("unprepare-error"):
             raise CallFailed(f"unprepare resource claims: {error}")
         async with self._lock:
@@ -113,10 +116,14 @@ class Preparer:
             self._checkpoint.save(self._claims)
         return results
 
-    async def _stall(self, block_knob: str, delay: float = 0.0) -> None:
-        """Sleep for a delay knob, then wait while a block knob is on."""
+    async def _stall(self, method: str, block_knob: str, delay: float = 0.0) -> None:
+        """Sleep for a delay knob, then wait while a block knob is on (counted in ``blocked`` meanwhile)."""
         await asyncio.sleep(delay)
-        await self._faults.wait_until_off(block_knob)
+        self.blocked[method] += 1
+        try:
+            await self._faults.wait_until_off(block_knob)
+        finally:
+            self.blocked[method] -= 1
 
     async def _prepare_claim(self, ref: ClaimRef, claim: dict[str, Any]) -> tuple[PreparedDevice, ...]:
         allocated = allocated_devices(claim, self._settings.driver_name)

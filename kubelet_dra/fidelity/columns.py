@@ -17,7 +17,7 @@ import attrs
 
 from kubelet_dra.fidelity.watch import Sighting
 from kubelet_dra.manager.checkpoint import ClaimInfoState, DeviceState
-from kubelet_dra.pods.history import history
+from kubelet_dra.pods.history import history, without_transient
 from kubelet_dra.tap.diff import call_lines
 
 COLUMNS = ("calls", "pod status", "events", "slices", "checkpoint")
@@ -40,11 +40,6 @@ is bound, after that."""
 _UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _FOLD = re.compile(r" \(x\d+\)$")
 _DEVICE_NAME = re.compile(r'"device_name": "([^"]+)"')
-STARTING = (
-    "Pending deleting=no | ContainersReady=False(ContainersNotReady) Initialized=True PodReadyToStartContainers=True"
-)
-"""A pod whose sandbox is up and whose containers are being created: the real kubelet writes this status or not,
-as its status manager finds the containers started already or not (both seen on kubelet 1.36.2)."""
 
 
 @attrs.frozen
@@ -141,16 +136,11 @@ def _renamed(line: str, names: Mapping[str, str]) -> str:
 
 def pod_status(pods: Iterable[Sighting]) -> list[str]:
     """Each pod's status history (``kubelet_dra.pods.history``), pod by pod in name order, without the transient
-    ``STARTING`` status."""
+    statuses (``kubelet_dra.pods.history.without_transient``)."""
     by_pod: dict[str, list[dict[str, Any] | None]] = {}
     for sighting in pods:
         by_pod.setdefault(sighting.key, []).append(sighting.object)
-    return [
-        f"{key}: {line}"
-        for key in sorted(by_pod)
-        for line in history(by_pod[key])
-        if not line.startswith(STARTING) or "waiting (ContainerCreating)" not in line
-    ]
+    return [f"{key}: {line}" for key in sorted(by_pod) for line in without_transient(history(by_pod[key]))]
 
 
 def events(sightings: Iterable[Sighting], labels: Mapping[str, str]) -> list[str]:

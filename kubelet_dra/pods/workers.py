@@ -132,8 +132,10 @@ class PodWorkers:
     async def _work(self, uid: str, first: dict[str, Any]) -> None:
         """Drive one pod until its claims are unprepared and its API object is gone (or it is terminal)."""
         # A pod already Running when first seen has its "sandbox": the kubelet does not prepare it again.
+        stopped_unseen = False
         if (first.get("status") or {}).get("phase") == "Running":
             self.started.add(uid)
+            stopped_unseen = bool(first["metadata"].get("deletionTimestamp"))
         last = first
         try:
             while True:
@@ -142,7 +144,8 @@ class PodWorkers:
                 pod = self._source.pods.get(uid)
                 if pod is not None:
                     last = pod
-                period = await self._sync(uid, pod, last)
+                period = await self._sync(uid, pod, last, stopped_unseen)
+                stopped_unseen = False
                 if period is None:
                     return
                 await self._wait(wake, period * (1 + JITTER * self._rng.random()))
@@ -153,10 +156,16 @@ class PodWorkers:
             self._events.forget(uid)
             self._on_change()
 
-    async def _sync(self, uid: str, pod: dict[str, Any] | None, last: dict[str, Any]) -> float | None:
-        """One sync; None when the pod is done, else how long until the next one (before jitter)."""
+    async def _sync(
+        self, uid: str, pod: dict[str, Any] | None, last: dict[str, Any], stopped_unseen: bool
+    ) -> float | None:
+        """One sync; None when the pod is done, else how long until the next one (before jitter). A pod found
+        Running and deleted by its worker's first sync (the node restarted while stopping it) is reported with its
+        containers stopped first, as a restarted kubelet finds them in the runtime (kubelet 1.36.2, every run)."""
         log = self._log.with_values(pod=_key(last), podUID=uid)
         if pod is None or finished(pod):
+            if pod is not None and stopped_unseen:
+                await self._write(pod, stopped_status(pod, final=False, at=now()), log)
             return await self._terminate(uid, pod, last, log)
         if uid not in self.started:
             pod = await self._write(pod, pending_status(pod, sandbox_ready=False, at=now()), log)

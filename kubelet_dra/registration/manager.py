@@ -86,6 +86,7 @@ class PluginManager:
         )
         self.watcher = PluginWatcher(registry_dir, self.desired, log=self._log, on_ignored=self._ignored)
         self._task: asyncio.Task[None] | None = None
+        self._found_at_start: list[str] = []
 
     @property
     def registry_dir(self) -> str:
@@ -93,6 +94,7 @@ class PluginManager:
 
     async def start(self) -> None:
         await self.watcher.start()
+        self._found_at_start = [plugin.socket_path for plugin in self.desired.plugins()]
         self._task = asyncio.create_task(self._reconciler.run(), name="plugin reconciler")
 
     async def stop(self) -> None:
@@ -102,6 +104,13 @@ class PluginManager:
             await asyncio.wait([self._task])
             self._task = None
         await self._executor.close()
+
+    def first_attempts_done(self) -> bool:
+        """Whether every socket found at start has registered, failed once, or gone."""
+        settled = (SocketPhase.REGISTERED, SocketPhase.BACKOFF)
+        return all(
+            self.desired.get(path) is None or self._socket_state(path).phase in settled for path in self._found_at_start
+        )
 
     def diagnoses(self) -> dict[str, Diagnosis]:
         """The latest failure of each socket that has not registered since and is still there (or desired)."""

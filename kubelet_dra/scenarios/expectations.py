@@ -364,6 +364,14 @@ async def wipe(ctx: Context, args: Mapping[str, Any]) -> Look:
     )
 
 
+async def blocked(ctx: Context, args: Mapping[str, Any]) -> Look:
+    """The reference driver holds the call: a restart or a kill after this cuts it on any node."""
+    held = (await ctx.process(args["driver"]).status()).get("blocked") or {}
+    least = args.get("count", 1)
+    seen = ", ".join(f"{method} {count}" for method, count in sorted(held.items())) or "none"
+    return Look(held.get(args["method"], 0) >= least, f"{args['method']} calls blocked>={least}", f"blocked: {seen}")
+
+
 CHECKS: dict[str, Check] = {
     "registration": registration,
     "diagnosis": diagnosis,
@@ -374,4 +382,5 @@ CHECKS: dict[str, Check] = {
     "checkpoint": checkpoint,
     "cdi": cdi,
     "wipe": wipe,
+    "blocked": blocked,
 }

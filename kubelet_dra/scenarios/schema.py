@@ -27,6 +27,7 @@ DIAGNOSIS_PATTERN = r"^F[0-9]+$"
 SERVICES = ("v1.DRAPlugin", "v1beta1.DRAPlugin", "v1alpha3.NodeService")
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Gone")
 HEALTH = ("Healthy", "Unhealthy", "Unknown")
+BLOCKABLE = ("NodePrepareResources", "NodeUnprepareResources")
 SOCKETS = ("registration", "service")
 GRPC_STATUSES = (
     "OK",
@@ -184,6 +185,14 @@ CONDITIONS: dict[str, dict[str, Any]] = {
         required=("pod",),
     ),
     "wipe": obj({"driver": DRIVER_ID, "pending": boolean("default true")}, required=("driver",)),
+    "blocked": obj(
+        {
+            "driver": DRIVER_ID,
+            "method": enum(BLOCKABLE, "the call its prepare-block or unprepare-block knob holds"),
+            "count": integer("at least this many such calls held (default 1)"),
+        },
+        required=("driver", "method"),
+    ),
 }
 CONDITION = exactly_one(
     CONDITIONS,

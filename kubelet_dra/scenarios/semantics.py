@@ -21,8 +21,8 @@ from kubelet_dra.scenarios.validate import Path as FieldPath
 from kubelet_dra.testbed import PLACEHOLDERS
 
 DRIVER_ACTIONS = ("start", "stop", "kill", "restart")
-CONTROL_ACTIONS = ("fault", "health")
-"""Actions that speak to the reference driver's control socket."""
+CONTROL_ACTIONS = ("fault", "health", "blocked")
+"""Actions and conditions that speak to the reference driver's control socket."""
 APISERVER_ACTIONS = ("stopApiServer", "startApiServer")
 
 Problems = Iterator[tuple[FieldPath, str]]
@@ -123,7 +123,7 @@ def _condition_problems(condition: dict[str, Any], path: FieldPath, drivers: Map
     args = condition[kind]
     where = (*path, kind)
     if "driver" in args:
-        yield from _driver_problems(args["driver"], (*where, "driver"), drivers)
+        yield from _driver_problems(args["driver"], (*where, "driver"), drivers, control=kind)
     exclusive = {
         "calls": (("count", "min"), ("sequence", "method"), ("sequence", "claims"), ("sequence", "status")),
         "slices": (("driver", "driverName"),),

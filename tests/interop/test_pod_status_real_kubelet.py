@@ -40,13 +40,18 @@ REAL, SIM = "node-real", "node-sim"
 GPU, REF = "gpu.example.com", "ref.example.com"
 LIFECYCLES = ("runs-then-deleted", "prepare-fails-then-deleted", "driver-down-at-deletion")
 FAILED_PREPARE = "FailedPrepareDynamicResources"
+FIRST_SYNC = 150
+"""Seconds a new pod may take to run or to fail at its driver: the kubelet may see it bound before the API server's
+node authorizer has linked it to the node ("… is forbidden: no relationship found between node …"), and both
+kubelets retry that failed prepare only 60-90 s later."""
+NO_POWER = "no power"
 
 
-def wait(check: Callable[[], Any], timeout: float, what: str) -> Any:
+def wait(check: Callable[[], Any], timeout: float, what: str, describe: Callable[[], str] = str) -> Any:
     deadline = time.monotonic() + timeout
     while not (value := check()):
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting until {what}")
+            raise AssertionError(f"timed out after {timeout} s waiting until {what}\n{describe()}")
         time.sleep(0.1)
     return value
 
@@ -107,6 +112,8 @@ class NodeRun:
         self.start_reference_driver()
         for driver in (GPU, REF):
             wait(lambda driver=driver: self._registered(driver), 120, f"{driver} registered on {self.node}")
+            # a pod created before its driver's slices waits for the scheduler's next try: up to minutes
+            wait(lambda driver=driver: self._published(driver), 60, f"{driver}'s slices for {self.node}")
 
     def start_reference_driver(self) -> None:
         self._spawn(
@@ -125,6 +132,12 @@ class NodeRun:
 
     def _registered(self, driver: str) -> bool:
         return any("Registered DRA plugin" in line and driver in line for line in self.log().splitlines())
+
+    def _published(self, driver: str) -> bool:
+        listed = self.plane.get("resourceslices") or {"items": []}
+        return any(
+            item["spec"]["driver"] == driver and item["spec"].get("nodeName") == self.node for item in listed["items"]
+        )
 
     def stop_driver(self, driver: str) -> None:
         process = self._drivers.pop(driver)
@@ -173,43 +186,60 @@ class NodeRun:
         )
 
     def kubelet_events(self, name: str) -> list[str]:
+        """The node's Warning events about the reference driver's prepare error."""
         listed = self.plane.get("events", "--field-selector", f"involvedObject.name={name}") or {"items": []}
         return sorted(
             f"{event['type']} {event['reason']}"
             for event in listed["items"]
-            if event["type"] == "Warning" and event["reason"] == FAILED_PREPARE
+            if event["type"] == "Warning" and event["reason"] == FAILED_PREPARE and NO_POWER in event["message"]
         )
+
+    def describe(self, name: str) -> str:
+        """What a failed wait shows: the pod, claims, slices, events, the node's log lines naming the pod."""
+        shown = [
+            json.dumps((self.plane.get("pod", name) or {}).get("status"), indent=1),
+            *(
+                json.dumps([{"metadata": item["metadata"], "status": item.get("status")} for item in listed["items"]])
+                for kind in ("resourceclaims", "resourceslices", "events")
+                if (listed := self.plane.get(kind))
+            ),
+            *[line for line in self.log().splitlines() if name in line][-60:],
+        ]
+        return "\n".join(shown)
+
+    def until(self, name: str, check: Callable[[], Any], timeout: float, what: str) -> None:
+        wait(check, timeout, what, lambda: self.describe(name))
 
     def lifecycles(self, watch: PodWatch) -> None:
         # 1. runs, then deleted
         name = f"runs-{self.node}"
         self.create(name, GPU)
-        wait(lambda: self.phase(name) == "Running", 60, f"{name} Running")
+        self.until(name, lambda: self.phase(name) == "Running", FIRST_SYNC, f"{name} Running")
         started = time.monotonic()
         self.plane.kubectl("delete", "pod", name, "--wait=false")
-        wait(lambda: self.phase(name) == "Gone", 60, f"{name} gone")
+        self.until(name, lambda: self.phase(name) == "Gone", 60, f"{name} gone")
         self.deletion_seconds = time.monotonic() - started
         # 2. prepare fails, then deleted while Pending
         name = f"fails-{self.node}"
-        self.fault("set", "prepare-error=no power")
+        self.fault("set", f"prepare-error={NO_POWER}")
         self.create(name, REF)
-        wait(lambda: self.kubelet_events(name), 60, f"{name}'s {FAILED_PREPARE} event")
+        self.until(name, lambda: self.kubelet_events(name), FIRST_SYNC, f"{name}'s {FAILED_PREPARE} event")
         # the real kubelet's status manager may write the Pending status after the event: delete after both
-        wait(lambda: self.waiting(name), 30, f"{name} shown with its containers waiting")
+        self.until(name, lambda: self.waiting(name), 30, f"{name} shown with its containers waiting")
         self.events[LIFECYCLES[1]] = self.kubelet_events(name)
         self.plane.kubectl("delete", "pod", name, "--wait=false")
-        wait(lambda: self.phase(name) == "Gone", 60, f"{name} gone")
+        self.until(name, lambda: self.phase(name) == "Gone", 60, f"{name} gone")
         self.fault("clear")
         # 3. deleted while its driver is down
         name = f"down-{self.node}"
         self.create(name, REF)
-        wait(lambda: self.phase(name) == "Running", 60, f"{name} Running")
+        self.until(name, lambda: self.phase(name) == "Running", FIRST_SYNC, f"{name} Running")
         self.stop_driver(REF)
         self.plane.kubectl("delete", "pod", name, "--wait=false")
         time.sleep(5)
         assert self.phase(name) == "Running", "a pod whose unprepare fails stays, Running"
         self.start_reference_driver()
-        wait(lambda: self.phase(name) == "Gone", 60, f"{name} gone once its driver is back")
+        self.until(name, lambda: self.phase(name) == "Gone", 60, f"{name} gone once its driver is back")
         time.sleep(1)
         for lifecycle, prefix in zip(LIFECYCLES, ("runs", "fails", "down"), strict=True):
             self.histories[lifecycle] = watch.history(f"{prefix}-{self.node}")

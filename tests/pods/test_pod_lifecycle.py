@@ -164,3 +164,19 @@ async def test_pod_that_succeeds_by_itself_is_unprepared_and_kept(env: NodeEnv) 
         assert node.manager is not None and len(node.manager.cache) == 0
         await asyncio.sleep(0.5)  # several pod-worker periods: the pod is neither deleted nor changed
         assert phase(await env.get_pod(pod)) == "Succeeded"
+
+
+async def test_a_starting_node_registers_the_drivers_already_there_before_it_prepares_their_pods(env: NodeEnv) -> None:
+    """As the real kubelet after a restart: a driver slow to answer GetInfo (0.5 s) is registered before the pod
+    waiting for it is prepared, so no "DRA driver … is not registered" failure is reported first."""
+    env.registry.mkdir(exist_ok=True)  # as the node left it when it stopped
+    driver = await env.spawn_driver()
+    await driver.fault("set", "getinfo-delay=0.5")
+    pod = await env.pod_with_claim()
+    async with env.pod_node() as node:
+        await running(env, pod)
+        assert ok_calls(node, PREPARE) == 1
+    failures = [
+        event["message"] for event in await env.events(pod) if event["reason"] == "FailedPrepareDynamicResources"
+    ]
+    assert failures == []

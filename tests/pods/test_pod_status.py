@@ -111,6 +111,24 @@ async def test_a_pod_whose_unprepare_fails_shows_its_containers_stopped_until_it
     assert from_the_kubelet(pod_history(seen, pod)) == from_the_kubelet(REAL["histories"]["driver-down-at-deletion"])
 
 
+async def test_a_restarted_node_shows_the_stopped_containers_of_a_pod_it_was_deleting(env: NodeEnv) -> None:
+    """As kubelet 1.36.2 in every run of kubelet-restart-during-unprepare: the pod deleted while the node was down
+    shows its containers stopped (ContainersNotReady, terminated) before its terminal phase."""
+    async with watched(env) as seen:
+        async with env.pod_node() as node:
+            await env.start_driver(node)
+            pod = await env.pod_with_claim()
+            await until(env, pod, "Running")
+        await env.delete_pod(pod)
+        async with env.pod_node():
+            await until(env, pod, "Gone")
+        await asyncio.sleep(0.2)
+    lines = from_the_kubelet(pod_history(seen, pod))
+    stopped = [line for line in lines if line.startswith("Running deleting=yes") and "c: terminated" in line]
+    assert stopped and "ContainersReady=False(ContainersNotReady)" in stopped[0], lines
+    assert lines.index(stopped[0]) < len(lines) - 2 and lines[-2].startswith("Succeeded deleting=yes"), lines
+
+
 async def test_a_failed_prepare_is_retried_at_the_next_sync_not_at_its_own_status_writes(env: NodeEnv) -> None:
     # The real kubelet counts a failed prepare as a finished sync: the pod is synced again after the resync period
     # (60-90 s there); the status it wrote meanwhile (Pending, ContainerCreating) does not wake it.
