@@ -27,17 +27,22 @@ def kubelet_136(tmp_path: Path) -> str:
     return str(binary)
 
 
-def _single_error(err: str) -> str:
+async def _one_error(*args: str) -> str:
+    """``kubelet-dra replay ARGS``: it must exit 2 with one error line (no traceback), returned."""
+    code, _, err = await kubelet_dra("replay", *args)
     lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and "Traceback" not in err, err
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
     return lines[0]
+
+
+async def _refusal(path: Path, kubelet: str) -> str:
+    """The one error of ``replay PATH --real-kubelet KUBELET … --check``."""
+    return await _one_error(str(path), "--real-kubelet", kubelet, "--cri-cmd", CRI, "--check")
 
 
 async def test_steps_that_need_the_simulated_node_are_refused_by_file_and_line(kubelet_136: str):
     path = LIBRARY / "prepare-unprepare-by-hand.yaml"
-    code, _, err = await kubelet_dra("replay", str(path), "--real-kubelet", kubelet_136, "--cri-cmd", CRI, "--check")
-    line = _single_error(err)
-    assert code == 2
+    line = await _refusal(path, kubelet_136)
     assert f"{path}:37: step prepare calls the simulated node's DRA manager by hand" in line
     assert ":43: step unprepare" in line and "expectation cdi" not in line
     assert "3 step(s) or setting(s) cannot run on the real kubelet 1.36" in line
@@ -46,17 +51,14 @@ async def test_steps_that_need_the_simulated_node_are_refused_by_file_and_line(k
 
 async def test_what_the_tap_hides_from_the_kubelet_and_the_pending_wipes_are_refused(kubelet_136: str):
     path = LIBRARY / "service-reconnect.yaml"
-    code, _, err = await kubelet_dra("replay", str(path), "--real-kubelet", kubelet_136, "--cri-cmd", CRI, "--check")
-    line = _single_error(err)
-    assert code == 2
+    line = await _refusal(path, kubelet_136)
     assert f"{path}:28: step kill of driver gpu is not seen by the kubelet: it holds its service connection" in line
     assert f"{path}:32: expectation wipe reads the simulated node's pending ResourceSlice wipes" in line
 
 
 async def test_a_file_pinned_to_another_release_is_refused(kubelet_136: str):
     path = LIBRARY / "health-negotiation-1-37.yaml"
-    code, _, err = await kubelet_dra("replay", str(path), "--real-kubelet", kubelet_136, "--cri-cmd", CRI, "--check")
-    assert code == 2 and "node.kubeletVersion 1.37 is not the real kubelet's 1.36" in _single_error(err)
+    assert "node.kubeletVersion 1.37 is not the real kubelet's 1.36" in await _refusal(path, kubelet_136)
 
 
 async def test_the_library_files_it_accepts_validate(kubelet_136: str):
@@ -78,8 +80,7 @@ async def test_the_library_files_it_accepts_validate(kubelet_136: str):
 )
 async def test_bad_flags_are_one_line_usage_errors(kubelet_136: str, flags: list[str], wanted: str):
     flags = [kubelet_136 if flag == "KUBELET" else flag for flag in flags]
-    code, _, err = await kubelet_dra("replay", str(LIBRARY / "apiserver-restart.yaml"), *flags)
-    assert code == 2 and wanted in _single_error(err)
+    assert wanted in await _one_error(str(LIBRARY / "apiserver-restart.yaml"), *flags)
 
 
 def test_deadlines_follow_the_real_timing():
