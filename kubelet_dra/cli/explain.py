@@ -1,7 +1,8 @@
-"""``kubelet-dra explain``: which failure mode a kubelet or driver log line is, and what fixes it.
+"""``kubelet-dra explain``: what a kubelet DRA log line or pod event means, its likely causes and the fix.
 
 For a node that is not at hand: paste the message, or pipe a whole log (``journalctl -u kubelet |
-kubelet-dra explain``); every line holding a known message is explained, the rest skipped.
+kubelet-dra explain``); every line holding a catalogued message is explained, every other warning or
+error line that looks like the kubelet's DRA code is shown with its source and a next step.
 """
 
 from __future__ import annotations
@@ -16,12 +17,19 @@ from rich.table import Table
 from kubelet_dra.cli import output
 from kubelet_dra.cli.command import Command
 from kubelet_dra.debug import explain
+from kubelet_dra.debug.catalogue import PAGE
+from kubelet_dra.debug.catalogue.page import render
 from kubelet_dra.errors import ConfigError
+
+EXIT_EXPLAINED, EXIT_NONE, EXIT_UNKNOWN = 0, 1, 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("message", nargs="*", help="a message, as one or more words (default: read --file or stdin)")
     parser.add_argument("--file", metavar="FILE", help="a log file to read (- for stdin)")
+    parser.add_argument(
+        "--catalogue", action="store_true", help=f"print every known message as Markdown (the page {PAGE})"
+    )
 
 
 def lines(args: argparse.Namespace) -> list[str]:
@@ -38,31 +46,58 @@ def lines(args: argparse.Namespace) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    found = explain(lines(args))
+    if args.catalogue:
+        sys.stdout.write(render())
+        return EXIT_EXPLAINED
+    read = lines(args)
+    found = explain(read)
+    unknown = sum(1 for item in found if not item.known)
     if args.output == "json":
         output.print_json([item.to_json() for item in found])
     elif not found:
-        output.console().print("No known kubelet DRA message found.")
+        output.console().print(
+            f"No kubelet DRA line in the {len(read)} line(s) read. explain reads the kubelet's log (journalctl -u"
+            " kubelet) and pod events (kubectl describe pod); on the node itself, kubelet-dra debug shows each"
+            f" driver's registration and calls. Every known message: {PAGE}."
+        )
     else:
-        table = Table(show_lines=True)
-        for column in ("line", "mode", "what it means", "fix"):
-            table.add_column(column, overflow="fold")
-        for item in found:
-            meaning = f"{escape(item.symptom)}\n[dim]{escape(item.text)}[/dim]"
-            if item.note:
-                meaning += f"\n[yellow]{escape(item.note)}[/yellow]"
-            table.add_row(str(item.line), item.mode, meaning, escape(item.fix))
-        output.console().print(table)
-    return 0 if found else 1
+        output.console().print(_table(found))
+        if unknown:
+            output.console().print(f"[yellow]{unknown} DRA line(s) not in the catalogue[/yellow]: next steps above.")
+    if not found:
+        return EXIT_NONE
+    return EXIT_UNKNOWN if unknown else EXIT_EXPLAINED
+
+
+def _table(found: list[explain.Explanation]) -> Table:
+    table = Table(show_lines=True)
+    for column in ("line", "mode", "what it means", "fix"):
+        table.add_column(column, overflow="fold")
+    for item in found:
+        meaning = f"{escape(item.symptom)}\n[dim]{escape(item.text)}[/dim]"
+        if item.note:
+            meaning += f"\n[yellow]{escape(item.note)}[/yellow]"
+        if item.causes:
+            meaning += "\nlikely: " + "; ".join(f"({n}) {escape(c)}" for n, c in enumerate(item.causes, start=1))
+        fix = escape(item.fix)
+        if item.more:
+            fix += f"\n[cyan]more: {escape(item.more)}[/cyan]"
+        fix += f"\n[dim]{escape(item.source)}[/dim]\n[dim]{escape(item.link)}[/dim]"
+        mode = item.mode + ("\n[green]harmless[/green]" if item.harmless else "")
+        table.add_row(str(item.line), mode, meaning, fix)
+    return table
 
 
 COMMAND = Command(
     name="explain",
-    help="explain kubelet/driver DRA log lines: the failure mode of each known message and its fix",
+    help="explain kubelet DRA log lines and pod events: what each means, its likely causes and the fix",
     description=(
         "Read a message (the arguments), a log file (--file) or stdin, and explain every line that holds a known"
-        " kubelet DRA message: its failure mode (F1-F20), what it means and what fixes it. Exit 0 when a line was"
-        " explained, 1 when none was recognised."
+        " kubelet DRA message (1.36 and 1.37): its failure mode (F1-F39), what it means, its likely causes, the fix"
+        " and the command that shows more. A warning or error line that looks like the kubelet's DRA code but is in"
+        f" no entry is shown with its source and a next step. --catalogue prints every entry ({PAGE}). Exit 0 when"
+        " every DRA line was explained, 1 when there was no DRA line at all, 3 when some DRA line is not in the"
+        " catalogue."
     ),
     add_arguments=add_arguments,
     run=run,

@@ -124,6 +124,12 @@ def table(runs: ReleaseRuns) -> Table:
     return grid
 
 
+KUBELET_LINES = (
+    "What a real kubelet logs for failures like these, each line explained: docs/kubelet-messages.md"
+    " (or paste a line to kubelet-dra explain)"
+)
+
+
 def failures(runs: ReleaseRuns) -> Group:
     """Each failed check, then each warning, in full: its reason, the sentence it enforces, the gRPC calls it
     made; then the driver's log."""
@@ -145,6 +151,8 @@ def failures(runs: ReleaseRuns) -> Group:
         if found and suite.driver_log:
             parts.append(Text(f"\nlast lines of the driver's log{release}:", style="bold"))
             parts.append(Text(suite.driver_log, style="dim"))
+    if parts:
+        parts.append(Text(f"\n{KUBELET_LINES}", style="italic"))
     return Group(*parts)
 
 

@@ -17,6 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from kubelet_dra.debug.catalogue import mode_link
 from kubelet_dra.debug.inventory import FoundSocket, Liveness
 from kubelet_dra.debug.names import NameMismatch
 from kubelet_dra.debug.timeline import Event, InstanceView
@@ -30,14 +31,20 @@ TIMELINE_LINES = 15
 class Problem:
     subject: str
     mode: str
-    """The failure mode (``F1`` … ``F20``), or ``setup`` for a mistake in how the debugger was started."""
+    """The failure mode (``F1`` …, docs/kubelet-messages.md), or ``setup`` for a mistake in how the debugger was
+    started."""
     text: str
     fix: str
     message: str = ""
     """The kubelet's own words: verbatim what it said, or the line the real kubelet logs for the case (F10)."""
 
+    @property
+    def link(self) -> str:
+        """The mode's entry on the page of every kubelet DRA message; "" for a setup mistake."""
+        return mode_link(self.mode) if self.mode.startswith("F") else ""
+
     def to_json(self) -> dict[str, str]:
-        return attrs.asdict(self)
+        return {**attrs.asdict(self), "link": self.link}
 
 
 @attrs.frozen
@@ -277,6 +284,8 @@ def _problems(problems: list[Problem]) -> Text:
         if problem.message:
             text.append(f"    kubelet: {problem.message}\n", style="dim")
         text.append(f"    fix: {problem.fix}\n", style="cyan")
+        if problem.link:
+            text.append(f"    more: {problem.link}\n", style="dim")
     text.rstrip()
     return text
 

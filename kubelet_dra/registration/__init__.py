@@ -4,13 +4,14 @@
 passed in, so this package knows nothing about DRA services.
 """
 
-from kubelet_dra.registration.diagnosis import FAILURE_MODES, Diagnosis, FailureMode, classify
+from kubelet_dra.registration.diagnosis import FAILURE_MODES, REFUSALS, Diagnosis, FailureMode, classify
 from kubelet_dra.registration.handler import PluginHandler
 from kubelet_dra.registration.handshake import HandshakeTimeouts
 from kubelet_dra.registration.manager import PluginManager, SocketPhase, SocketState
 
 __all__ = [
     "FAILURE_MODES",
+    "REFUSALS",
     "Diagnosis",
     "FailureMode",
     "HandshakeTimeouts",

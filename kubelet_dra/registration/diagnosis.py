@@ -3,8 +3,8 @@
 The kubelet's own messages are precise but cryptic (validation errors arrive behind the
 prefix "failed to send error"). Each failed attempt here yields a ``Diagnosis`` that keeps the
 kubelet's message verbatim and adds the failure mode, the concrete cause and what to do.
-``classify`` maps any known kubelet message to its failure mode, so messages copied from a real
-kubelet's log can be explained the same way.
+Messages copied from a real kubelet's log are explained by ``kubelet_dra.debug.catalogue``, which
+reuses the symptoms and fixes kept here.
 """
 
 from __future__ import annotations
@@ -104,7 +104,8 @@ FAILURE_MODES: dict[str, FailureMode] = {
         FailureMode(
             "F12",
             "DRA driver is not registered",
-            "use the registered PluginInfo.name as the driver name in ResourceSlices and allocations",
+            "start the driver's kubelet plugin on this node and check that it registers (kubelet-dra debug); if it"
+            " is registered, use its PluginInfo.name as the driver name in ResourceSlices and allocations",
         ),
         FailureMode(
             "F13",
@@ -172,32 +173,18 @@ def diagnose(mode_id: str, *, socket: str, cause: str, message: str) -> Diagnosi
     return Diagnosis(mode_id, socket, cause, message, FAILURE_MODES[mode_id].fix)
 
 
-_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (mode_id, re.compile(pattern))
-    for mode_id, pattern in (
-        ("F2", r"dial failed at socket"),
-        ("F3", r"failed to get plugin info using RPC GetInfo"),
-        ("F4", r"no handler registered for plugin type|validation failed for CSI Driver .*\.DRAPlugin"),
-        ("F5", r"empty list of supported gRPC services"),
-        ("F6", r"none of services supported by the plugin"),
-        ("F7", r"already registered for DRA driver plugin"),
-        ("F8", r"create gRPC connection to DRA driver"),
-        ("F9", r"failed to send registration status at socket"),
-        ("F12", r"DRA driver \S* is not registered"),
-        ("F10", r"NodeWatchResources RPC call failed.*Error while dialing"),
-        ("F13", r"WatchResources.*Unimplemented"),
-        ("F16", r"returned result for unknown claim UID"),
-        ("F17", r"NodePrepareResources skipped \d+ ResourceClaims"),
-        ("F18", r"get resource claims: "),
-        ("F19", r"on checkpoint state: "),
-        ("F11", r"code = Unimplemented .*unknown service"),
-        ("F15", r"unprepare dynamic resources: "),
-        ("F10", r"Deleted ResourceSlices.*spec\.driver="),
-        ("F14", r"Deleted ResourceSlices.*spec\.nodeName="),
-    )
-)
+REFUSALS: dict[str, str] = {
+    "F5": r"empty list of supported gRPC services",
+    "F6": r"none of services supported by the plugin",
+    "F7": r"already registered for DRA driver plugin",
+    "F8": r"create gRPC connection to DRA driver",
+}
+"""The DRA handler's refusals by failure mode: the words of its error (the catalogue of log lines matches them too)."""
 
 
 def classify(message: str) -> str | None:
-    """The failure mode a kubelet message belongs to, or ``None`` for a message not in the catalogue."""
-    return next((mode_id for mode_id, pattern in _PATTERNS if pattern.search(message)), None)
+    """The failure mode of a DRA handler's refusal (validation or registration), or ``None``.
+
+    Log lines are explained by the debugger's catalogue of kubelet messages; this only tells the handshake
+    which of its refusals it is diagnosing."""
+    return next((mode_id for mode_id, pattern in REFUSALS.items() if re.search(pattern, message)), None)

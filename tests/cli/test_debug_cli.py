@@ -103,7 +103,27 @@ async def test_explain_reads_a_log_from_stdin_and_skips_what_it_does_not_know() 
     code, out, _ = await kubelet_dra("--output", "json", "explain", stdin=log)
     assert code == 0
     assert [(item["line"], item["mode"]) for item in json.loads(out)] == [(2, "F13"), (3, "F15")]
-    assert await kubelet_dra("explain", stdin="nothing to see\n") == (1, "No known kubelet DRA message found.\n", "")
+    code, out, err = await kubelet_dra("explain", stdin="nothing to see\n")
+    assert (code, err) == (1, "")
+    assert out.startswith("No kubelet DRA line in the 1 line(s) read.") and "kubelet-dra debug" in out
+
+
+async def test_explain_shows_an_unknown_dra_line_with_its_source_and_a_next_step() -> None:
+    log = "\n".join(
+        (
+            'E1127 10:02:11.120001     512 dra_plugin_manager.go:512] "Something the catalogue has never seen"',
+            'I1127 10:02:11.120001     512 dra_plugin_manager.go:300] "An info line nobody needs explained"',
+            'E1127 10:02:12.120001     512 kuberuntime_manager.go:1321] "Failed to prepare dynamic resources"'
+            ' err="prepare dynamic resources: DRA driver gpu.example.com is not registered" pod="default/demo"',
+        )
+    )
+    code, out, _ = await kubelet_dra("--output", "json", "explain", stdin=log)
+    assert code == 3  # something DRA-looking is not in the catalogue (docs/explain.md, exit codes)
+    unknown, known = json.loads(out)
+    assert (unknown["line"], unknown["mode"], unknown["known"]) == (1, "?", False)
+    assert unknown["source"] == "dra_plugin_manager.go:512"
+    assert unknown["fix"].startswith("run kubelet-dra debug")
+    assert (known["line"], known["mode"], known["key"]) == (3, "F12", "not-registered")
 
 
 async def test_explain_reads_the_real_kubelets_registration_failures() -> None:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kubelet_dra.registration import FAILURE_MODES, classify
+from kubelet_dra.debug.catalogue import find
+from kubelet_dra.registration import FAILURE_MODES
 
 LINES = (Path(__file__).parents[1] / "fixtures" / "kubelet-1.36" / "registration-failures.log").read_text().splitlines()
 REGISTRY = "/tmp/rd-h3pppond/kubelet-node-1/root/plugins_registry"
@@ -72,4 +73,5 @@ def test_a_missing_endpoint_is_quoted_as_the_real_kubelet_logs_its_health_stream
 def test_each_real_kubelet_line_is_classified_as_the_failure_the_debugger_names(
     driver: str, marker: str, mode: str
 ) -> None:
-    assert classify(line_of(driver, marker)) == mode
+    message = find(line_of(driver, marker))
+    assert message is not None and message.mode == mode
