@@ -30,12 +30,13 @@ def line(result: StepResult) -> str:
 def summary(results: Sequence[ScenarioResult]) -> Table:
     passed = sum(result.passed for result in results)
     table = Table(title=f"kubelet-dra replay: {passed} of {len(results)} scenario(s) passed")
-    # Names fold rather than end in "…": two scenarios that share a long prefix must stay apart.
-    table.add_column("Scenario", overflow="fold")
-    table.add_column("Result")
-    table.add_column("Expectations", justify="right")
+    # A name is never cut (the column is as wide as the longest); what broke first goes on a line of its own
+    # under the name, folded in that width, instead of a column that takes room from every row.
+    longest = max((len(result.name) for result in results), default=0)
+    table.add_column("Scenario", overflow="fold", min_width=longest)
+    table.add_column("Result", no_wrap=True)
+    table.add_column("Held", justify="right", no_wrap=True)
     table.add_column("Took", justify="right", no_wrap=True)
-    table.add_column("First broken", overflow="fold")
     for result in results:
         expectations = [step for step in result.results if step.kind == EXPECTATION]
         held = sum(step.result == junit.PASSED for step in expectations)
@@ -45,8 +46,9 @@ def summary(results: Sequence[ScenarioResult]) -> Table:
             "[green]passed[/green]" if result.passed else "[red]failed[/red]",
             f"{held}/{len(expectations)}",
             f"{result.seconds:.1f} s",
-            escape(result.error or (broken[0].name if broken else "")),
         )
+        if first := result.error or (broken[0].name if broken else ""):
+            table.add_row(f"[red]  first broken:[/red] {escape(first)}")
     return table
 
 
