@@ -98,7 +98,8 @@ class Validator:
     def _object(self, value: dict[str, Any], schema: dict[str, Any], path: Path) -> Iterator[Problem]:
         properties: dict[str, Any] = schema.get("properties", {})
         if "oneOf" in schema:
-            yield from self._exactly_one(value, schema["oneOf"], path)
+            strict = schema.get("additionalProperties") is False
+            yield from self._exactly_one(value, schema["oneOf"], path, set(properties) if strict else None)
         for name in schema.get("required", ()):
             if name not in value:
                 yield Problem(path, f"missing required field {name!r}")
@@ -114,11 +115,19 @@ class Validator:
             elif isinstance(schema.get("additionalProperties"), dict):
                 yield from self._check(item, schema["additionalProperties"], key_path)
 
-    def _exactly_one(self, value: dict[str, Any], alternatives: list[dict[str, Any]], path: Path) -> Iterator[Problem]:
-        """``oneOf`` of ``required`` alternatives: the object names exactly one of these keys."""
+    def _exactly_one(
+        self, value: dict[str, Any], alternatives: list[dict[str, Any]], path: Path, known: set[str] | None
+    ) -> Iterator[Problem]:
+        """``oneOf`` of ``required`` alternatives: the object names exactly one of these keys.
+
+        With ``known`` (the object's fields, others being refused), a misspelt choice is left to its unknown-field
+        problem, which already says "did you mean"; a second error listing every choice would only repeat it."""
         choices = [alternative["required"][0] for alternative in alternatives]
         present = [choice for choice in choices if choice in value]
-        if not present:
+        misspelt = known is not None and any(
+            key not in known and difflib.get_close_matches(str(key), choices, n=1) for key in value
+        )
+        if not present and not misspelt:
             yield Problem(path, f"needs one of: {', '.join(choices)}")
         elif len(present) > 1:
             yield Problem(path, f"has {' and '.join(present)}; only one of them is allowed")

@@ -180,3 +180,13 @@ def test_a_crash_is_a_boolean_of_restart_node_and_stop_node_only():
         "s.yaml:8:26: steps[2].restartNode.crash: expected a boolean, got integer 1",
     ]
     loads(HEADER + "steps:\n  - stopNode: {crash: true}\n  - startNode:\n  - restartNode: {crash: true}\n", "s.yaml")
+
+
+def test_a_misspelt_step_gets_one_error_that_names_the_step_meant():
+    (error,) = errors(HEADER + GPU + "steps:\n  - creatPod: {name: demo}\n")
+    assert error.startswith("s.yaml:10:5: steps[0].creatPod: unknown field 'creatPod' (did you mean 'createPod'?")
+
+
+def test_a_step_with_no_action_at_all_still_lists_the_actions():
+    (error,) = errors(HEADER + GPU + "steps:\n  - timeout: 5s\n")
+    assert error.startswith("s.yaml:10:5: steps[0]: needs one of: apply, delete, createPod")
