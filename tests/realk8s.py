@@ -44,6 +44,11 @@ class InteropError(RuntimeError):
 
 def interop_missing() -> str | None:
     """Why the interop programs cannot be used here, or None when they can."""
+    if not INTEROP_DIR.is_dir():
+        return (
+            f"the real Kubernetes programs are absent: {INTEROP_DIR} does not exist (put the shared folder beside"
+            " the repository or set KDRA_INTEROP_DIR)"
+        )
     if not (INTEROP_DIR / "unpack").is_file():
         return f"the real Kubernetes programs are absent ({INTEROP_DIR} has no 'unpack'; set KDRA_INTEROP_DIR)"
     return None

@@ -24,6 +24,14 @@ from realk8s import (
 )
 
 
+@pytest.hookimpl(trylast=True)  # after the terminal reporter exists
+def pytest_configure(config: pytest.Config) -> None:
+    """A run that skips this tier says why (as -rs would), not only a row of 's'."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and not {"s", "a", "A"} & set(reporter.reportchars):
+        reporter.reportchars += "s"
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if Path(str(item.fspath)).is_relative_to(Path(__file__).parent):
