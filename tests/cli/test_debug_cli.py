@@ -97,7 +97,7 @@ async def test_explain_reads_a_log_from_stdin_and_skips_what_it_does_not_know() 
         (
             'I1124 10:00:00 reconciler.go:100] "Starting operationExecutor.RegisterPlugin"',
             'E1124 10:00:01 manager.go:200] "Error receiving from WatchResources stream" err="Unimplemented"',
-            "E1124 10:00:02 pod_workers.go:1301] unprepare dynamic resources: NodeUnprepareResources failed",
+            "E1124 10:00:02 pod_workers.go:1324] unprepare dynamic resources: NodeUnprepareResources failed",
         )
     )
     code, out, _ = await kubelet_dra("--output", "json", "explain", stdin=log)
@@ -113,7 +113,7 @@ async def test_explain_shows_an_unknown_dra_line_with_its_source_and_a_next_step
         (
             'E1127 10:02:11.120001     512 dra_plugin_manager.go:512] "Something the catalogue has never seen"',
             'I1127 10:02:11.120001     512 dra_plugin_manager.go:300] "An info line nobody needs explained"',
-            'E1127 10:02:12.120001     512 kuberuntime_manager.go:1321] "Failed to prepare dynamic resources"'
+            'E1127 10:02:12.120001     512 kuberuntime_manager.go:1594] "Failed to prepare dynamic resources"'
             ' err="prepare dynamic resources: DRA driver gpu.example.com is not registered" pod="default/demo"',
         )
     )

@@ -20,15 +20,16 @@ SYNC_POD = Source(
     "pkg/kubelet/kuberuntime/kuberuntime_manager.go",
     "SyncPod",
     "error + event Warning FailedPrepareDynamicResources",
+    line=1594,
 )
-TERMINATED = Source("pkg/kubelet/pod_workers.go", "podWorkerLoop (SyncTerminatedPod's error)", "error")
+TERMINATED = Source("pkg/kubelet/pod_workers.go", "podWorkerLoop (SyncTerminatedPod's error)", "error", line=1324)
 DEBUG = "kubelet-dra debug --registry-dir <the kubelet's plugins_registry> (is the driver registered, connected?)"
 CALL = "kubelet-dra call <the driver's socket> NodePrepareResources --claim NS/NAME (the call, as the kubelet makes it)"
 TAP = "kubelet-dra tap (records every call the kubelet makes to the driver, with timings)"
 PREP_CHECKS = "kubelet-dra conformance --focus PRE --driver-cmd '…' (the prepare checks against the driver)"
 EVENT = "Failed to prepare dynamic resources: prepare dynamic resources: "
 LOGGED = (
-    'E1127 10:02:11.120001     512 kuberuntime_manager.go:1321] "Failed to prepare dynamic resources"'
+    'E1127 10:02:11.120001     512 kuberuntime_manager.go:1594] "Failed to prepare dynamic resources"'
     ' err="prepare dynamic resources: '
 )
 POD = '" pod="default/demo"'
@@ -65,6 +66,27 @@ def _prepare(
 
 
 MESSAGES: tuple[Message, ...] = (
+    Message(
+        key="unprepare-failed",
+        mode="F15",
+        pattern=r"unprepare dynamic resources: |Unpreparing pod resources in reconcile loop failed|NodeUnprepareResources",
+        title=FAILURE_MODES["F15"].symptom + ": the kubelet could not unprepare its claims",
+        causes=(
+            "the driver is not registered or not reachable any more (removed before the pods using it)",
+            "the driver's NodeUnprepareResources fails or times out (its words follow)",
+            "the claim was unknown to the driver and it answered with an error instead of success",
+        ),
+        fix=FAILURE_MODES["F15"].fix,
+        more="kubelet-dra conformance --focus UNP --driver-cmd '…' (the unprepare checks against the driver)",
+        sources=(
+            Source(MANAGER, "UnprepareResources", "returned"),
+            TERMINATED,
+            Source(MANAGER, "reconcileLoop (every 60 s, for pods gone from the node)", "info"),
+        ),
+        example='E1127 10:02:11.120001     512 pod_workers.go:1324] "Error syncing pod, skipping" err="unprepare'
+        " dynamic resources: NodeUnprepareResources: rpc error: code = Unknown desc = unprepare resource claims:"
+        ' device busy" pod="default/demo"',
+    ),
     _prepare(
         "not-registered",
         "F12",
@@ -78,7 +100,7 @@ MESSAGES: tuple[Message, ...] = (
         ),
         FAILURE_MODES["F12"].fix,
         DEBUG,
-        function=f"prepareResources / unprepareResources, via {HANDLER} GetPlugin",
+        function=f"prepareResources, via {HANDLER} GetPlugin",
         example=EVENT + "DRA driver gpu.example.com is not registered",
     ),
     _prepare(
@@ -98,7 +120,7 @@ MESSAGES: tuple[Message, ...] = (
     _prepare(
         "unknown-claim",
         "F16",
-        r"(?:Un)?[Pp]repareResources returned result for unknown claim UID",
+        r"NodePrepareResources returned result for unknown claim UID",
         FAILURE_MODES["F16"].symptom,
         (
             "the driver keys its response map by claim name (or namespace/name) instead of UID",
@@ -111,7 +133,7 @@ MESSAGES: tuple[Message, ...] = (
     _prepare(
         "skipped-claims",
         "F17",
-        r"(?:Un)?[Pp]repareResources skipped \d+ ResourceClaims",
+        r"NodePrepareResources skipped \d+ ResourceClaims",
         FAILURE_MODES["F17"].symptom,
         ("the driver's response has no entry for some requested claims (an error swallowed per claim)",),
         FAILURE_MODES["F17"].fix,
@@ -148,7 +170,7 @@ MESSAGES: tuple[Message, ...] = (
     _prepare(
         "prepare-timeout",
         "F25",
-        r"Node(?:Un)?[Pp]repareResources(?: failed)?: rpc error: code = DeadlineExceeded",
+        r"NodePrepareResources(?: failed)?: rpc error: code = DeadlineExceeded",
         "the driver did not answer within the kubelet's 45 s: the call was given up",
         (
             "the driver's prepare waits on something slow (a device reset, a driver switch, another controller, the"
@@ -159,13 +181,13 @@ MESSAGES: tuple[Message, ...] = (
         "make prepare finish well within 45 s (or fail it with an error that says why); the pod worker tries again"
         " after its back-off, so an idempotent prepare recovers by itself",
         TAP,
-        function="prepareResources / unprepareResources (45 s per call)",
+        function="prepareResources (45 s per call)",
         example=EVENT + "NodePrepareResources: rpc error: code = DeadlineExceeded desc = context deadline exceeded",
     ),
     _prepare(
         "driver-unreachable",
         "F26",
-        r"Node(?:Un)?[Pp]repareResources(?: failed)?: rpc error: code = Unavailable",
+        r"NodePrepareResources(?: failed)?: rpc error: code = Unavailable",
         "the kubelet could not reach the driver's service socket for the call",
         (
             "the driver stopped or restarted after it registered (its registration socket may still be there)",
@@ -196,7 +218,7 @@ MESSAGES: tuple[Message, ...] = (
     _prepare(
         "call-failed",
         "F28",
-        r"Node(?:Un)?[Pp]repareResources(?: failed)?: rpc error: ",
+        r"NodePrepareResources(?: failed)?: rpc error: ",
         "the driver's NodePrepareResources call failed as a whole (a gRPC error, not a per-claim one)",
         (
             "the driver returned an error for the whole request (code = Unknown, Internal, …: its words follow)",
@@ -315,27 +337,6 @@ MESSAGES: tuple[Message, ...] = (
         "kubelet-dra checkpoint show <root>/dra_manager_state",
         function="prepareResources / GetResources / GetContainerClaimInfos",
         example=EVENT + "internal error: unable to get claim info for ResourceClaim demo-gpu in namespace default",
-    ),
-    Message(
-        key="unprepare-failed",
-        mode="F15",
-        pattern=r"unprepare dynamic resources: |Unpreparing pod resources in reconcile loop failed",
-        title=FAILURE_MODES["F15"].symptom + ": the kubelet could not unprepare its claims",
-        causes=(
-            "the driver is not registered or not reachable any more (removed before the pods using it)",
-            "the driver's NodeUnprepareResources fails or times out (its words follow)",
-            "the claim was unknown to the driver and it answered with an error instead of success",
-        ),
-        fix=FAILURE_MODES["F15"].fix,
-        more="kubelet-dra conformance --focus UNP --driver-cmd '…' (the unprepare checks against the driver)",
-        sources=(
-            Source(MANAGER, "UnprepareResources", "returned"),
-            TERMINATED,
-            Source(MANAGER, "reconcileLoop (every 60 s, for pods gone from the node)", "info"),
-        ),
-        example='E1127 10:02:11.120001     512 pod_workers.go:1301] "Error syncing pod, skipping" err="unprepare'
-        " dynamic"
-        ' resources: NodeUnprepareResources failed for ResourceClaim demo-gpu: device busy" pod="default/demo"',
     ),
     Message(
         key="prepare-failed",

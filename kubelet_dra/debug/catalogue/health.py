@@ -61,6 +61,27 @@ MESSAGES: tuple[Message, ...] = (
         ' endpoint="/var/lib/kubelet/plugins/gpu.example.com/dra.sock"',
     ),
     Message(
+        key="health-stream-canceled",
+        mode="F21",
+        pattern=r"(?:WatchResources stream|NodeWatchResources RPC call failed)\" err=\"rpc error: code = Canceled",
+        title="the kubelet ended a driver's health stream itself (harmless)",
+        causes=(
+            "the instance was deregistered: the driver removed its registration socket (a stop, a restart), or its"
+            " registration failed after the stream had begun",
+            "the kubelet is shutting down",
+        ),
+        fix="nothing; a new stream starts when the driver registers again",
+        more=DEBUG,
+        sources=(
+            Source(MANAGER, "HandleWatchResourcesStream", "error", line=1038),
+            Source(PLUGIN, "NodeWatchResources", "error", line=168),
+        ),
+        example='E1127 10:00:00.000000    1000 manager.go:1038] "Error receiving from WatchResources stream" err="rpc'
+        ' error: code = Canceled desc = context canceled" logger="DRA registration handler.dra-manager"'
+        ' pluginName="gpu.example.com"',
+        harmless=True,
+    ),
+    Message(
         key="health-stream-broken",
         mode="F21",
         pattern=r"Error receiving from WatchResources stream|NodeWatchResources RPC call failed|Failed to get gRPC"
@@ -133,6 +154,32 @@ MESSAGES: tuple[Message, ...] = (
         sources=(Source(MANAGER, "HandleWatchResourcesStream", "error"),),
         example='E1127 10:02:11.120001     512 manager.go:1075] "DRA health update channel is full, discarding pod'
         ' update notification" pods=["5f1c…"]',
+    ),
+    Message(
+        key="grpc-connect",
+        mode="F40",
+        pattern=r"addrConn\.createTransport failed to connect to \{Addr: \"[^\"]*\.sock\"",
+        title="gRPC's own warning: a connection to a driver's socket failed; gRPC tries again with a back-off",
+        causes=(
+            "the driver stopped or is restarting (the kubelet keeps trying its registered endpoint)",
+            "a stale registration socket nobody listens on (F2: a crashed driver left it)",
+            "the registered endpoint is not served on the host (F10)",
+        ),
+        fix="nothing if the driver comes back; otherwise see the kubelet's own line for the same socket"
+        " (RegisterPlugin error, NodeWatchResources RPC call failed) and start or fix the driver",
+        more=DEBUG,
+        sources=(
+            Source(
+                "vendor/google.golang.org/grpc/clientconn.go",
+                "addrConn.createTransport (written through the kubelet's gRPC logger: logging.go:55 in 1.36.2)",
+                "warning",
+            ),
+        ),
+        example="W1127 10:00:00.000000    1000 logging.go:55] [core] [Channel #1 SubChannel #2] grpc:"
+        ' addrConn.createTransport failed to connect to {Addr: "/var/lib/kubelet/plugins/gpu.example.com/dra.sock",'
+        ' ServerName: "localhost", }. Err: connection error: desc = "transport: Error while dialing: dial unix'
+        ' /var/lib/kubelet/plugins/gpu.example.com/dra.sock: connect: connection refused"',
+        harmless=True,
     ),
     Message(
         key="wipe-driver",
