@@ -46,6 +46,8 @@ DRA_WORDS = re.compile(
     r"|driverName=|pluginName=|-reg\.sock|dra\.sock|/plugins/"
 )
 
+PROBLEM_WORDS = re.compile(r"error|fail|unable|cannot|could not|not found|refused|invalid|timed? ?out", re.IGNORECASE)
+
 
 @attrs.frozen
 class Explanation:
@@ -110,6 +112,10 @@ def _explain_line(number: int, text: str) -> Explanation | None:
 
 
 def _looks_like_dra(text: str, header: re.Match[str] | None) -> bool:
+    """A DRA problem line: a warning or error of the kubelet's DRA code, or (no klog header: a pasted message, an
+    event of kubectl describe) DRA words together with words of a failure."""
     if header is not None and header["file"] in DRA_FILES:
         return True
+    if header is None and not PROBLEM_WORDS.search(text):
+        return False
     return DRA_WORDS.search(text) is not None

@@ -44,6 +44,8 @@ async def test_against_a_real_cluster_a_rejected_driver_is_diagnosed_and_no_slic
     modes = {(problem["mode"], problem["subject"]) for problem in report["problems"]}
     assert ("F4", str(env.registry / "gpu.example.com-reg.sock")) in modes
     assert ("F12", "ghost.example.com") in modes
+    links = {problem["mode"]: problem["link"] for problem in report["problems"]}
+    assert links["F12"] == "docs/kubelet-messages.md#f12-not-registered"  # the entry explain uses for it
     assert not any(problem["mode"] == "setup" for problem in report["problems"]), report["problems"]
     assert any(event["text"].startswith("would delete") for event in report["events"])
     remaining = await env.kube.request("GET", SLICES, query={"fieldSelector": f"spec.nodeName={env.node_name}"})

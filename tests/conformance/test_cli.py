@@ -108,6 +108,7 @@ def test_failing_run_exits_1_and_shows_the_failed_checks_calls_and_the_warnings(
     assert "k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources → UNIMPLEMENTED" in out
     assert "v1.DRAPlugin/NodePrepareResources → OK" in out, "VER-003's call shows the driver served the wrong name"
     assert "last lines of the driver's log" in out
+    assert "each line explained: docs/kubelet-messages.md" in out  # where the kubelet's words for it are read
     cases = {case.get("name", "")[:7]: case for case in ET.parse(report).getroot().iter("testcase")}
     failure = cases["VER-001"].find("failure")
     assert failure is not None and "UNIMPLEMENTED" in (failure.text or "")
