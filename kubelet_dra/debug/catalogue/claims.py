@@ -69,7 +69,8 @@ MESSAGES: tuple[Message, ...] = (
     Message(
         key="unprepare-failed",
         mode="F15",
-        pattern=r"unprepare dynamic resources: |Unpreparing pod resources in reconcile loop failed|NodeUnprepareResources",
+        pattern=r"unprepare dynamic resources: |Unpreparing pod resources in reconcile loop failed"
+        r"|NodeUnprepareResources",
         title=FAILURE_MODES["F15"].symptom + ": the kubelet could not unprepare its claims",
         causes=(
             "the driver is not registered or not reachable any more (removed before the pods using it)",
