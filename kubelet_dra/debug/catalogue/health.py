@@ -114,8 +114,11 @@ MESSAGES: tuple[Message, ...] = (
         ),
         fix="nothing if it stops within seconds; if it repeats, see the error lines of the same driver",
         more=DEBUG,
-        sources=(Source(HANDLER, "add (the health stream's retry loop)", "info V2/V3"),),
-        example='I1127 10:02:16.120001     512 dra_plugin_manager.go:352] "Failed to establish WatchResources stream,'
+        sources=(
+            Source(HANDLER, "add (the health stream's retry loop: could not start)", "info V3", line=398),
+            Source(HANDLER, "add (the health stream's retry loop: ended)", "info V2", line=405),
+        ),
+        example='I1127 10:02:16.120001     512 dra_plugin_manager.go:398] "Failed to establish WatchResources stream,'
         ' will retry" logger="DRA registration handler" err="rpc error: code = Unavailable desc = connection refused"',
         harmless=True,
     ),

@@ -185,8 +185,8 @@ MESSAGES: tuple[Message, ...] = (
         fix="nothing when the driver comes back: with numPlugins=0 its ResourceSlices are wiped 30 s later unless an"
         " instance registers and connects in time",
         more=DEBUG,
-        sources=(Source(HANDLER, "remove", "info V3"),),
-        example='I1125 16:58:01.082762     891 dra_plugin_manager.go:418] "Unregistered DRA plugin" logger="DRA'
+        sources=(Source(HANDLER, "remove", "info V3", line=472),),
+        example='I1125 16:58:01.082762     891 dra_plugin_manager.go:472] "Unregistered DRA plugin" logger="DRA'
         f' registration handler" driverName="gpu.example.com" endpoint="{ENDPOINT}" numPlugins=0',
         harmless=True,
     ),
