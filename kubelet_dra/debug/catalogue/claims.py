@@ -48,7 +48,7 @@ def _prepare(
     releases: tuple[str, ...] = RELEASES,
     example: str,
 ) -> Message:
-    """A message the manager returns from prepare or unprepare, written by the pod worker."""
+    """A message the manager returns from prepare, written by the pod worker (a log line and a pod event)."""
     return Message(
         key=key,
         mode=mode,
@@ -58,8 +58,7 @@ def _prepare(
         fix=fix,
         more=more,
         sources=tuple(
-            attrs.evolve(source, releases=releases)
-            for source in (Source(MANAGER, function, "returned"), SYNC_POD, TERMINATED)
+            attrs.evolve(source, releases=releases) for source in (Source(MANAGER, function, "returned"), SYNC_POD)
         ),
         example=example,
     )

@@ -63,7 +63,7 @@ Likely causes, the most frequent first:
 
 **Fix**: {message.fix}
 
-**Shows more**: `{message.more}`
+**Shows more**: {_command(message.more)}
 
 Written by (kubernetes/kubernetes):
 
@@ -77,3 +77,9 @@ def _cell(text: str) -> str:
 
 def _code(pattern: str) -> str:
     return pattern.replace("`", "'")
+
+
+def _command(more: str) -> str:
+    """``kubelet-dra debug … (what it shows)`` as code, then the words."""
+    command, _, why = more.partition(" (")
+    return f"`{command}`" + (f" ({why}" if why else "")
