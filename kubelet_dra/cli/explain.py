@@ -17,11 +17,12 @@ from rich.table import Table
 from kubelet_dra.cli import output
 from kubelet_dra.cli.command import Command
 from kubelet_dra.debug import explain
-from kubelet_dra.debug.catalogue import PAGE
+from kubelet_dra.debug.catalogue import MESSAGES, PAGE
 from kubelet_dra.debug.catalogue.page import render
 from kubelet_dra.errors import ConfigError
 
 EXIT_EXPLAINED, EXIT_NONE, EXIT_UNKNOWN = 0, 1, 3
+LAST = max(MESSAGES, key=lambda message: int(message.mode[1:])).mode
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -93,7 +94,7 @@ COMMAND = Command(
     help="explain kubelet DRA log lines and pod events: what each means, its likely causes and the fix",
     description=(
         "Read a message (the arguments), a log file (--file) or stdin, and explain every line that holds a known"
-        " kubelet DRA message (1.36 and 1.37): its failure mode (F1-F39), what it means, its likely causes, the fix"
+        f" kubelet DRA message (1.36 and 1.37): its failure mode (F1-{LAST}), what it means, its likely causes, the fix"
         " and the command that shows more. A warning or error line that looks like the kubelet's DRA code but is in"
         f" no entry is shown with its source and a next step. --catalogue prints every entry ({PAGE}). Exit 0 when"
         " every DRA line was explained, 1 when there was no DRA line at all, 3 when some DRA line is not in the"
