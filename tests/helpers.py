@@ -5,11 +5,23 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 import signal
 import sys
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
+
+KEPT_WORKDIR = re.compile(r"/tmp/kd-[A-Za-z0-9_]+(?=/)")
+
+
+def remove_kept_workdirs(*outputs: str) -> list[str]:
+    """Remove the work dirs a failed run kept and named in its output (a driver that failed at start: its log is
+    there for the user); returns them, so that a test can also assert the user was told where."""
+    kept = sorted({match for text in outputs for match in KEPT_WORKDIR.findall(text)})
+    for directory in kept:
+        shutil.rmtree(directory, ignore_errors=True)
+    return kept
 
 
 async def eventually(check: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05) -> Any:

@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from helpers import remove_kept_workdirs
 from realk8s import TEST_DRIVER, example_driver_cmd, kubernetes_test_driver_cmd
 
 from .reference import REFERENCE, already_running, with_fault
@@ -164,6 +165,7 @@ def test_the_pytest_plugin_makes_each_check_a_test(tmp_path: Path):
     assert exiting.returncode == 1, exiting.stdout + exiting.stderr
     assert exiting.stdout.count("the driver exited with code 4 as it started") == 1, exiting.stdout
     assert "\nno devices on this host" in exiting.stdout and "Traceback" not in exiting.stdout
+    assert remove_kept_workdirs(exiting.stdout), "the kept work dir with the driver's log is named"
 
 
 def test_a_driver_that_exits_at_start_stops_the_run_once_with_its_log():
@@ -174,6 +176,7 @@ def test_a_driver_that_exits_at_start_stops_the_run_once_with_its_log():
     assert f"\n{reason}\n" in result.stderr, "the reason is printed in full, on its own line"
     assert "command: sh -c" in result.stderr and "Traceback" not in result.stderr
     assert "REG-001" not in result.stderr, "no check ran"
+    assert remove_kept_workdirs(result.stderr), "the kept work dir with the driver's log is named"
 
 
 def test_help_shows_the_real_drivers_commands_the_interop_tests_run():
