@@ -41,7 +41,8 @@ DRA_FILES = frozenset(
     }
 )
 DRA_WORDS = re.compile(
-    r"\bDRA\b|dra-manager|dynamic resources|ResourceClaim|ResourceSlice|Node(?:Un)?[Pp]repareResources|WatchResources"
+    r"\bDRA\b|dra-manager|dynamic resources|\bResourceClaim\b(?!\{)|\bResourceSlices?\b(?!\{)"
+    r"|Node(?:Un)?[Pp]repareResources|WatchResources"
     r"|DRAPlugin|RegisterPlugin|plugins_registry|dra_manager_state|dra_health_state|resource\.k8s\.io|kubeletplugin"
     r"|driverName=|pluginName=|-reg\.sock|dra\.sock|/plugins/"
 )
