@@ -77,6 +77,8 @@ def test_an_unknown_dra_error_line_gets_its_source_and_a_next_step_and_info_nois
         'I1127 10:02:11.120001     512 dra_plugin.go:120] "Calling NodePrepareResources rpc" request="…"',
         'E1127 10:02:11.120001     512 kubelet.go:2100] "Something about a ResourceClaim went wrong"',
         'E1127 10:02:11.120001     512 kubelet_node_status.go:99] "Error updating node status, will retry"',
+        'E1127 10:02:11.120001     512 kubelet_pods.go:1944] "Pod attempted illegal phase transition"'
+        ' apiStatus="&PodStatus{ResourceClaimStatuses:[]PodResourceClaimStatus{},Claims:[]ResourceClaim{}}"',
     ]
     first, second = explain(lines)
     assert (first.line, first.mode, first.source) == (1, UNKNOWN, "healthinfo.go:99")

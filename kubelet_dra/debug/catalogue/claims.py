@@ -287,7 +287,8 @@ MESSAGES: tuple[Message, ...] = (
         "being-unprepared",
         "F33",
         r"ResourceClaim \S+ is being unprepared",
-        "a new pod wants a claim the kubelet is still unpreparing for its previous pod (1.37)",
+        "a new pod wants a claim the kubelet is still unpreparing for its previous pod (1.37; its exact words are not"
+        " verified: any other wording is still explained as F37)",
         ("a pod sharing the claim started while the last one using it was being deleted",),
         "nothing: the pod worker retries and prepares the claim again once the unprepare has finished",
         TAP,
