@@ -75,6 +75,7 @@ def test_an_unknown_dra_error_line_gets_its_source_and_a_next_step_and_info_nois
     lines = [
         'E1127 10:02:11.120001     512 healthinfo.go:99] "Brand new trouble" err="x"',
         'I1127 10:02:11.120001     512 dra_plugin.go:120] "Calling NodePrepareResources rpc" request="…"',
+        'I1127 10:02:11.120001     512 dra_plugin.go:131] "Done calling NodeUnprepareResources rpc" response="…"',
         'E1127 10:02:11.120001     512 kubelet.go:2100] "Something about a ResourceClaim went wrong"',
         'E1127 10:02:11.120001     512 kubelet_node_status.go:99] "Error updating node status, will retry"',
         'E1127 10:02:11.120001     512 kubelet_pods.go:1944] "Pod attempted illegal phase transition"'
@@ -82,7 +83,7 @@ def test_an_unknown_dra_error_line_gets_its_source_and_a_next_step_and_info_nois
     ]
     first, second = explain(lines)
     assert (first.line, first.mode, first.source) == (1, UNKNOWN, "healthinfo.go:99")
-    assert (second.line, second.mode, second.source) == (3, UNKNOWN, "kubelet.go:2100")
+    assert (second.line, second.mode, second.source) == (4, UNKNOWN, "kubelet.go:2100")
     assert first.fix.startswith("run kubelet-dra debug") and first.link == PAGE
 
 

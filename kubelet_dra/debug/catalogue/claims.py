@@ -69,7 +69,7 @@ MESSAGES: tuple[Message, ...] = (
         key="unprepare-failed",
         mode="F15",
         pattern=r"unprepare dynamic resources: |Unpreparing pod resources in reconcile loop failed"
-        r"|NodeUnprepareResources",
+        r"|NodeUnprepareResources(?::| failed| returned| skipped)",
         title=FAILURE_MODES["F15"].symptom + ": the kubelet could not unprepare its claims",
         causes=(
             "the driver is not registered or not reachable any more (removed before the pods using it)",
