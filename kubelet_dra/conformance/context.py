@@ -16,10 +16,13 @@ from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import attrs
+import grpc
 
 from kubelet_dra.api import dra_v1_pb2
 from kubelet_dra.api.services import Service
-from kubelet_dra.conformance.outcomes import CheckFailed, CheckSkipped
+from kubelet_dra.conformance.outcomes import CheckBlocked, CheckFailed, CheckSkipped
+from kubelet_dra.conformance.shapes import ClaimShapes, NotDerivable, device_requests
+from kubelet_dra.conformance.suggestion import suggest
 from kubelet_dra.controlplane.allocator import Allocation, Unsatisfiable, allocate
 from kubelet_dra.controlplane.sharing import Usage
 from kubelet_dra.errors import StateError
@@ -52,6 +55,8 @@ class SuiteOptions:
     """An existing DeviceClass to allocate from; default: one the suite creates for all the driver's devices."""
     strict: bool = False
     """A failed ``should`` check fails the run too (``--strict``), instead of being a warning."""
+    claims: ClaimShapes = attrs.Factory(ClaimShapes)
+    """The claims the driver accepts (``--claim``); checks make every claim of these shapes."""
 
 
 @attrs.frozen
@@ -93,9 +98,13 @@ class CheckContext:
     device_class: str
     observations: dict[str, object] = attrs.Factory(dict)
     """What ``observe`` saw in this run, shared by every check of the run."""
+    check_id: str = ""
+    """The check this context runs, named as the cause when what it observed fails later checks too."""
     warnings: list[str] = attrs.Factory(list)
     _cleanups: list[Callable[[], Awaitable[object]]] = attrs.Factory(list)
     _first_call: int = 0
+    _made: list[str] = attrs.Factory(list)
+    """The names of the claims this check made, in order."""
 
     def __attrs_post_init__(self) -> None:
         self._first_call = len(self.bed.calls())
@@ -132,17 +141,19 @@ class CheckContext:
         self.warnings.append(message)
 
     async def observe(self, key: str, make: Callable[[], Awaitable[T]]) -> T:
-        """A slow, disruptive event that several checks judge (one kubelet restart and the driver's republish
-        after it), brought about by the first check that asks and shared with the later ones, so a run pays
-        for it once. When bringing it about fails the check, every check that asks fails the same way."""
+        """What several checks need (one kubelet restart and the driver's republish after it; a claim the
+        driver accepts), brought about by the first check that asks and shared with the later ones, so a run
+        pays for it once. When bringing it about fails that check, it is the root cause: every later check
+        that asks is blocked by it (shown under it), not failed again with the same reason."""
         if key not in self.observations:
             try:
                 self.observations[key] = await make()
             except CheckFailed as failure:
-                self.observations[key] = failure
+                self.observations[key] = _Failure(self.check_id, str(failure))
+                raise
         seen = self.observations[key]
-        if isinstance(seen, CheckFailed):
-            raise CheckFailed(str(seen))
+        if isinstance(seen, _Failure):
+            raise CheckBlocked(seen.check_id, seen.reason)
         return seen  # type: ignore[return-value]
 
     # --- clean-up ---
@@ -195,20 +206,103 @@ class CheckContext:
     async def allocated_claim(
         self, count: int = 1, *, name: str | None = None, requests: Sequence[str] = ("device",)
     ) -> dict[str, Any]:
-        """A ResourceClaim allocated ``count`` free devices of the driver on this node per request, as a
-        scheduler would, for calling the driver directly. It is reserved for the suite itself (not a pod), so
-        the control plane keeps its allocation. It is unprepared (best effort) and deleted afterwards.
-        ``name`` is for checks whose claim a fault knob of the reference driver can pick by name."""
-        manifest = manifests.claim(name or self.name("claim"), self.device_class, requests=requests, count=count)
+        """A ResourceClaim of the shape the driver accepts (``--claim``; by default ``count`` devices per request)
+        allocated on this node, as a scheduler would, for calling the driver directly. It is reserved for the
+        suite itself (not a pod), so the control plane keeps its allocation; unprepared (best effort) and
+        deleted afterwards. ``name`` is for checks whose claim a fault knob of the reference driver picks by
+        name. Blocked when the driver refused such a claim; skipped when the shape cannot give what is asked."""
+        await self.require_accepted()
+        claim = await self._allocated(name or self.name("claim"), count=count, requests=requests)
+        wanted, got = count * len(requests), len(claim["status"]["allocation"]["devices"]["results"])
+        if self.options.claims and got < wanted:
+            self.skip(f"needs a claim of {wanted} devices; {self.options.claims.describe()} was allocated {got}")
+        return claim
+
+    async def _allocated(
+        self, name: str, *, count: int = 1, requests: Sequence[str] = ("device",), index: int | None = None
+    ) -> dict[str, Any]:
+        """The check's next claim (or the ``index``-th shape), created and allocated; a claim that fits alone but
+        not beside the check's other claims skips the check (the claims the driver accepts cannot be that many
+        at once here)."""
+        shape = len(self._made) if index is None else index
+        try:
+            spec = self.options.claims.spec(shape, self.device_class, count=count, requests=requests)
+        except NotDerivable as why:
+            self.skip(str(why))
+        self._made.append(name)
+        manifest = {**manifests.claim(name, self.device_class), "spec": spec}
         claim = await objects.apply(self.bed.kube, manifest)
         self.defer(lambda: self._forget_claim(claim))
         try:
             allocation = await self._allocation(claim)
         except Unsatisfiable as err:
-            self.fail(f"cannot allocate {count} device(s) of {self.driver_name} on {self.node_name}: {err}")
+            if len(self._made) > 1 and await self._fits_alone(claim):
+                self.skip(
+                    f"needs {len(self._made)} claims at once; {self.options.claims.describe()} cannot be allocated"
+                    f" that often together on {self.node_name}: {err}"
+                )
+            self.fail(
+                f"cannot allocate {self.options.claims.describe()} of {self.driver_name} on {self.node_name}: {err}"
+            )
         consumer = {"apiGroup": CONSUMER_GROUP, "resource": CONSUMER_RESOURCE, "name": claim["metadata"]["name"]}
         status = {"allocation": allocation.to_status(), "reservedFor": [{**consumer, "uid": str(uuid.uuid4())}]}
         return await objects.write_status(self.bed.kube, claim, status)
+
+    async def _fits_alone(self, claim: dict[str, Any]) -> bool:
+        """Whether ``claim`` could be allocated if this check's other claims did not hold their devices."""
+        others = [
+            c
+            for c in await objects.list_objects(self.bed.kube, "ResourceClaim")
+            if c["metadata"]["name"] not in self._made
+        ]
+        try:
+            await self._allocation(claim, Usage.of(others))
+        except Unsatisfiable:
+            return False
+        return True
+
+    async def require_accepted(self) -> None:
+        """Make sure the driver prepares a claim of the shape the checks use, once per run (``ACCEPTED``): the
+        first check that asks fails when it does not, every later one is blocked by that check. The calls of a
+        try that succeeded are not the check's own: its report starts after them."""
+        if ACCEPTED not in self.observations:
+            await self.observe(ACCEPTED, self._try_claims)
+            self._first_call = len(self.bed.calls())
+        await self.observe(ACCEPTED, self._try_claims)
+
+    async def _try_claims(self) -> bool:
+        """Allocate, prepare and unprepare one claim of each shape, then delete it, so the check goes on with
+        every device free; a failure names the claim, the driver's answer and, for the default shape, the
+        ``--claim`` file that would fit the slices."""
+        for index in range(max(1, len(self.options.claims.given))):
+            name = self.name("accepted")
+            claim = await self._allocated(name, index=index)
+            try:
+                response = await self.prepare(claim)
+                entry = response.claims.get(claim["metadata"]["uid"])
+                answer = "no entry for the claim" if entry is None else entry.error
+                if answer:
+                    self.fail(await self.refusal_text(claim, answer, index))
+            except grpc.aio.AioRpcError as err:
+                if err.code() == grpc.StatusCode.UNAVAILABLE:
+                    raise
+                self.fail(await self.refusal_text(claim, f"{err.code().name}: {err.details()}", index))
+            finally:
+                with contextlib.suppress(Exception):
+                    await self.unprepare(claim)
+                await objects.delete(self.bed.kube, "ResourceClaim", name)
+                self._made.remove(name)
+        return True
+
+    async def refusal_text(self, claim: dict[str, Any], answer: str, index: int) -> str:
+        """What the suite asked, the driver's answer, and what to pass: the finding of a refused claim."""
+        results = claim["status"]["allocation"]["devices"]["results"]
+        asked = f"{len(results)} device(s): {', '.join(r['device'] for r in results)}"
+        text = f"the driver did not prepare a claim for {asked} ({self.options.claims.describe()}): {answer}"
+        if self.options.claims:
+            return text + f"\nfix the claim of {self.options.claims.given[index].source}, or the driver"
+        suggestion = suggest(answer, self.driver_name, await self.slices(), self.node_name)
+        return f"{text}\n{suggestion}"
 
     async def devices_at_once(self) -> int:
         """``allocatable_at_once``, for a check that needs at least one such device: none fails the check."""
@@ -241,13 +335,20 @@ class CheckContext:
             usage.add({"status": {"allocation": allocation.to_status()}})
             exclusive += 1
 
-    async def _allocation(self, claim: dict[str, Any]) -> Allocation:
-        """The scheduler's decision for ``claim`` on this node, given the slices and claims as they are now."""
+    async def _allocation(self, claim: dict[str, Any], in_use: Usage | None = None) -> Allocation:
+        """The scheduler's decision for ``claim`` on this node, given the slices and claims as they are now (or
+        ``in_use``)."""
         slices = await self.slices()
-        device_class = await objects.get(self.bed.kube, "DeviceClass", self.device_class) or {}
-        in_use = Usage.of(await objects.list_objects(self.bed.kube, "ResourceClaim"))
-        classes = {self.device_class: device_class}
+        classes = await self.device_classes(claim)
+        if in_use is None:
+            in_use = Usage.of(await objects.list_objects(self.bed.kube, "ResourceClaim"))
         return allocate(claim, node=self.node_name, slices=slices, classes=classes, in_use=in_use)
+
+    async def device_classes(self, claim: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        """The DeviceClasses the claim's requests name, as the API server has them (missing ones left out)."""
+        named = {request.get("deviceClassName", "") for request in device_requests(claim["spec"])}
+        found = {name: await objects.get(self.bed.kube, "DeviceClass", name) for name in sorted(named)}
+        return {name: device_class for name, device_class in found.items() if device_class is not None}
 
     async def _forget_claim(self, claim: dict[str, Any]) -> None:
         with contextlib.suppress(Exception):
@@ -257,20 +358,42 @@ class CheckContext:
     async def run_pod(
         self, claims: int = 1, *, devices: int = 1, containers: Sequence[str] = ("main",), running: bool = True
     ) -> dict[str, Any]:
-        """A pod on this node with ``claims`` template claims of ``devices`` devices each; by default waits
-        until the node reports it Running (its claims prepared). Deleted, and waited for, afterwards."""
-        template = await objects.apply(
-            self.bed.kube, manifests.claim_template(self.name("template"), self.device_class, count=devices)
-        )
-        template_name = template["metadata"]["name"]
-        self.defer(lambda: objects.delete(self.bed.kube, "ResourceClaimTemplate", template_name))
-        pod_claims = {f"claim-{index}": template_name for index in range(claims)}
+        """A pod on this node with ``claims`` template claims of the shape the driver accepts (by default
+        ``devices`` devices each); by default waits until the node reports it Running (its claims prepared).
+        Deleted, and waited for, afterwards."""
+        await self.require_accepted()
+        pod_claims = {}
+        for index in range(claims):
+            spec = self.options.claims.spec(index, self.device_class, count=devices)
+            manifest = manifests.claim_template(self.name("template"), self.device_class)
+            template = await objects.apply(self.bed.kube, {**manifest, "spec": {"spec": spec}})
+            template_name = template["metadata"]["name"]
+            self.defer(lambda name=template_name: objects.delete(self.bed.kube, "ResourceClaimTemplate", name))
+            pod_claims[f"claim-{index}"] = template_name
         pod = await objects.apply(
             self.bed.kube,
             manifests.pod(self.name("pod"), self.node_name, templates=pod_claims, containers=containers),
         )
         self.defer(lambda: self.delete_pod(pod))
         return await self.wait_running(pod) if running else pod
+
+    async def require_together(self, count: int) -> None:
+        """Skip a check that needs ``count`` claims of the accepted shapes at once when the node cannot hold
+        them together (two claims of all the devices never coexist); the allocator decides, on the slices."""
+        slices = await self.slices()
+        usage = Usage.of(await objects.list_objects(self.bed.kube, "ResourceClaim"))
+        for index in range(count):
+            claim = {"spec": self.options.claims.spec(index, self.device_class)}
+            try:
+                allocation = allocate(
+                    claim, node=self.node_name, slices=slices, classes=await self.device_classes(claim), in_use=usage
+                )
+            except Unsatisfiable as err:
+                self.skip(
+                    f"needs {count} claims at once; only {index} of {self.options.claims.describe()} fit together"
+                    f" on {self.node_name} ({err})"
+                )
+            usage.add({"status": {"allocation": allocation.to_status()}})
 
     async def wait_running(self, pod: dict[str, Any], timeout: float = POD_TIMEOUT) -> dict[str, Any]:
         name = pod["metadata"]["name"]
@@ -353,6 +476,18 @@ class CheckContext:
         started = time.monotonic()
         result = await work
         return result, time.monotonic() - started
+
+
+ACCEPTED = "claims accepted"
+"""The observation that the driver prepares a claim of the shape the checks use."""
+
+
+@attrs.frozen
+class _Failure:
+    """An observation that failed the check that brought it about."""
+
+    check_id: str
+    reason: str
 
 
 def pool_devices(slices: Sequence[dict[str, Any]]) -> frozenset[tuple[str, str]]:

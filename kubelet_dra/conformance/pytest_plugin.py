@@ -15,7 +15,7 @@ import pytest
 from kubelet_dra.conformance.checks import all_checks
 from kubelet_dra.conformance.context import SuiteOptions
 from kubelet_dra.conformance.report import calls_text
-from kubelet_dra.conformance.results import SuiteResult
+from kubelet_dra.conformance.results import NOT_RUN, SuiteResult
 from kubelet_dra.conformance.runner import run_suite
 from kubelet_dra.conformance.target import Selection, Target
 from kubelet_dra.errors import DriverStartError
@@ -83,7 +83,7 @@ def verdict(suite: SuiteResult, check_id: str) -> None:
     result = suite.by_id()[check_id]
     if result.result == WARNING:
         warnings.warn(f"{check_id} (should): {result.reason} [{result.check.rule}]", UserWarning, stacklevel=2)
-    if result.result == SKIPPED:
+    if result.result in (SKIPPED, NOT_RUN):
         pytest.skip(result.reason)
     if result.result == FAILED:
         calls = calls_text(result.calls)

@@ -132,8 +132,8 @@ class Preparer:
         if devices and ref.uid not in self._claims:
             self._check_limit()
         configs = await opaque_configs(claim, self._settings.driver_name, self._resources.get_device_class)
-        policy = refusal(self._faults, ref, self._settings.driver_name, allocated, configs, len(self._inventory.devices))
-        if policy:
+        on_node = len(self._inventory.devices)
+        if policy := refusal(self._faults, ref, self._settings.driver_name, allocated, configs, on_node):
             raise ClaimFailed(policy)
         qualified = not self._faults.get("cdi-unqualified")
         prepared, specs = [], []

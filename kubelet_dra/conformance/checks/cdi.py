@@ -15,7 +15,7 @@ from typing import Any
 from kubelet_dra.conformance import rules
 from kubelet_dra.conformance.context import CheckContext
 from kubelet_dra.conformance.framework import MUST, SHOULD, check
-from kubelet_dra.conformance.steps.claims import prepared, require_devices, unprepared
+from kubelet_dra.conformance.steps.claims import prepared, require_claims, require_devices, unprepared
 from kubelet_dra.manager.cdi import CDIResolutionError, ContainerEdits, ResolvedDevice, scan, valid_cdi_id
 
 TAGS = ("cdi",)
@@ -121,7 +121,7 @@ async def recreated(ctx: CheckContext) -> None:
     reference="SPEC §4.2, §5.3",
 )
 async def pod_devices(ctx: CheckContext) -> None:
-    await require_devices(ctx, 2)
+    await require_claims(ctx, 2)
     pod = await ctx.wait_prepared(await ctx.run_pod(2, containers=("first", "second"), running=False))
     manager = ctx.bed.node.manager
     ctx.expect(manager is not None, "the node runs without its DRA manager")

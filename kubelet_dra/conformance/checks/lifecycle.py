@@ -19,7 +19,7 @@ from typing import Any
 from kubelet_dra.conformance import rules
 from kubelet_dra.conformance.context import POD_TIMEOUT, CheckContext, call_failed
 from kubelet_dra.conformance.framework import EMBEDDED, MUST, RESTART, check
-from kubelet_dra.conformance.steps.claims import claim_label, device_summary, prepared, require_devices, unprepared
+from kubelet_dra.conformance.steps.claims import claim_label, device_summary, prepared, require_claims, unprepared
 from kubelet_dra.conformance.steps.restarts import kubelet_restart, restore, usable
 from kubelet_dra.errors import StateError
 from kubelet_dra.testbed import DriverProcess, objects
@@ -57,7 +57,7 @@ def unprepared_by_node(ctx: CheckContext, claims: list[Mapping[str, Any]]) -> li
 async def pod_cycle(ctx: CheckContext, pods: int, claims: int) -> None:
     """Start ``pods`` pods with ``claims`` claims each at once, wait until all run, delete them all at once,
     and expect the node to have unprepared every claim through the driver."""
-    await require_devices(ctx, pods * claims)
+    await require_claims(ctx, pods * claims)
     started = await asyncio.gather(*(ctx.run_pod(claims, running=False) for _ in range(pods)))
     running = await asyncio.gather(*(ctx.wait_prepared(pod) for pod in started))
     generated = [claim for pod in running for claim in await ctx.pod_claims(pod)]

@@ -24,6 +24,7 @@ from kubelet_dra.conformance.steps.claims import (
     expect_devices,
     expect_keys,
     prepared,
+    require_claims,
     require_devices,
 )
 from kubelet_dra.testbed import manifests, objects
@@ -45,6 +46,21 @@ async def shareable_devices(ctx: CheckContext) -> set[tuple[str, str]]:
         for device in item["spec"].get("devices") or []
         if device.get("allowMultipleAllocations")
     }
+
+
+@check(
+    "CLM-001",
+    "the driver prepares a claim of the shape the checks use (--claim, or one device of the DeviceClass)",
+    tags=TAGS,
+    level=MUST,
+    rule=rules.PREPARE_EVERY_CLAIM,
+    reference="SPEC §6.6 C7",
+    first=True,
+)
+async def accepted_claim(ctx: CheckContext) -> None:
+    """Runs first: when the driver refuses the claim, this is the one finding (with the --claim to pass), and
+    every check that makes such a claim is not run because of it."""
+    await ctx.require_accepted()
 
 
 @check(
@@ -83,7 +99,7 @@ async def one_claim(ctx: CheckContext) -> None:
     reference="SPEC §6.6 C7, §7 F16–F17",
 )
 async def batch(ctx: CheckContext) -> None:
-    await require_devices(ctx, len(BATCH))
+    await require_claims(ctx, len(BATCH))
     claims = [await ctx.allocated_claim(1, name=name) for name in BATCH]
     await prepared(ctx, *claims)
 
@@ -123,7 +139,7 @@ async def idempotent(ctx: CheckContext) -> None:
 async def _claim_of_missing_device(ctx: CheckContext, model: dict[str, Any]) -> dict[str, Any]:
     """A claim allocated, like ``model``, on this node's pool, but a device the driver does not have."""
     name = ctx.name("missing")
-    claim = await objects.apply(ctx.bed.kube, manifests.claim(name, ctx.device_class))
+    claim = await objects.apply(ctx.bed.kube, {**manifests.claim(name, ctx.device_class), "spec": model["spec"]})
     ctx.defer(lambda: objects.delete(ctx.bed.kube, "ResourceClaim", name))
     status = copy.deepcopy(model["status"])
     for result in status["allocation"]["devices"]["results"]:
@@ -188,7 +204,7 @@ async def latency(ctx: CheckContext) -> None:
     reference="SPEC §6.6 C12, §5.6",
 )
 async def concurrent(ctx: CheckContext) -> None:
-    await require_devices(ctx, CONCURRENT_CALLS)
+    await require_claims(ctx, CONCURRENT_CALLS)
     claims = [await ctx.allocated_claim(1) for _ in range(CONCURRENT_CALLS)]
     answers, seconds = await ctx.timed(asyncio.gather(*(prepared(ctx, claim) for claim in claims)))
     devices = [(pool, device) for answer in answers for d in answer.values() for pool, device, *_ in device_summary(d)]

@@ -18,7 +18,7 @@ from kubelet_dra.conformance.framework import MUST, SHOULD, check
 from kubelet_dra.conformance.steps.claims import (
     device_summary,
     prepared,
-    require_devices,
+    require_claims,
     unprepared,
 )
 from kubelet_dra.testbed import objects
@@ -98,7 +98,7 @@ async def empty_request(ctx: CheckContext) -> None:
     reference="SPEC §6.6 C7, C9",
 )
 async def batch(ctx: CheckContext) -> None:
-    await require_devices(ctx, BATCH_SIZE - 1)
+    await require_claims(ctx, BATCH_SIZE - 1)
     claims = [await ctx.allocated_claim(1) for _ in range(BATCH_SIZE - 1)]
     await prepared(ctx, *claims)
     await unprepared(ctx, *claims, *unknown_claims(1))
