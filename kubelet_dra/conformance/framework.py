@@ -70,7 +70,8 @@ class Check:
     """``must`` or ``should``."""
     rule: Citation
     reference: str
-    """Where our SPEC describes the behaviour: ``SPEC §6.6 C3``, ``USERS #14``."""
+    """Where a driver author reads about it: docs/ pages and public sources (``rules.cite``), each a docs/ path
+    or a URL."""
     run: CheckFunction
     needs: frozenset[str] = frozenset()
     first: bool = False
