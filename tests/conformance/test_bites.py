@@ -10,9 +10,9 @@ never registers, and a few others, run the whole suite (a driver that never regi
 about a second); the other rows run only the areas around the broken rule (``focus``), and expect
 exactly the checks of that subset the knob breaks, directly or as a consequence (devices held by
 a claim that could not be unprepared); checks that need the claim the driver refused are not run
-under the first check that asked for it (``CLM-001`` when selected), and count as neither. Knobs that make calls hang (``prepare-block``,
-``unprepare-block``) run with a 2 s check timeout, which also bounds each clean-up step. The
-control row without a knob runs the whole suite and expects no failure and no skip.
+under the first check that asked for it (``CLM-001`` when selected), and count as neither. Knobs
+that make calls hang (``prepare-block``, ``unprepare-block``) run with a 2 s check timeout, which
+also bounds each clean-up step. The control row without a knob runs the whole suite and expects no failure and no skip.
 """
 
 from __future__ import annotations
