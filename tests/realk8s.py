@@ -221,11 +221,29 @@ def kubernetes_test_driver_cmd(bin_dir: Path) -> str:
     )
 
 
+def nvidia_driver_cmd() -> str:
+    """``--driver-cmd`` of NVIDIA's DRA GPU driver on mock NVML (4 mock A100s); the wrapper makes its fake driver
+    root, which needs root."""
+    return (
+        f"{INTEROP_DIR}/nvidia-gpu-plugin --node-name {{node}} --kubeconfig {{kubeconfig}} --cdi-root {{cdi_root}}"
+        " --kubelet-registrar-directory-path {registry_dir} --kubelet-plugins-directory-path {plugins_root}"
+    )
+
+
+def nvidia_driver_missing() -> str | None:
+    """Why NVIDIA's driver cannot run here (no programs, not root), or None when it can."""
+    if reason := interop_missing():
+        return reason
+    if os.geteuid() != 0:
+        return "NVIDIA's driver on mock GPUs needs root (it makes a fake driver root with device nodes)"
+    return None
+
+
 DRIVER_DEFECTS: dict[tuple[str, str], str] = {
     ("dra-test-driver", check): (
         "advertises v1alpha1.DRAResourceHealth, but its stream's first message lists no devices and no"
         " later one lists its 4 published devices, so the kubelet reports their health Unknown"
-        " (SPEC §5.11, §6.6 C14): it reports only the health an e2e test injects"
+        " (docs/protocol.md#device-health, C14): it reports only the health an e2e test injects"
     )
     for check in ("HEA-001", "HEA-002", "HEA-005")
 }

@@ -11,7 +11,7 @@ from rich.markup import escape
 
 from kubelet_dra.cli import nodeflags, output
 from kubelet_dra.cli.command import Command
-from kubelet_dra.conformance import report
+from kubelet_dra.conformance import report, shapes
 from kubelet_dra.conformance.checks import all_checks
 from kubelet_dra.conformance.context import SuiteOptions
 from kubelet_dra.conformance.framework import TAGS, Check
@@ -68,6 +68,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME|FILE",
         help="DeviceClass the checks allocate from: an existing one, or a manifest file the suite applies (default:"
         " one selecting all the driver's devices)",
+    )
+    target.add_argument(
+        "--claim",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a claim the driver accepts, as for a real cluster: a ResourceClaimSpec or a ResourceClaim(Template)"
+        " manifest (YAML; several documents = several claims; repeatable). Every check that makes a claim makes"
+        " one of these (default: one device of the DeviceClass); a request without deviceClassName uses the"
+        " suite's DeviceClass",
     )
     target.add_argument(
         "--node-restricted",
@@ -152,6 +162,7 @@ def _positive_float(text: str) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    claims = shapes.load(args.claim)
     tags = frozenset(tag.strip() for text in args.tags for tag in text.split(",") if tag.strip())
     selection = Selection(focus=args.focus, skip=args.skip, tags=tags)
     selected = selection.select(all_checks())
@@ -182,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
         check_timeout=args.check_timeout,
         device_class=args.device_class,
         strict=args.strict,
+        claims=claims,
     )
     text = args.output == "text"
     with output.quiet_logs(args.verbosity):

@@ -8,7 +8,6 @@ report of a failure.
 
 from __future__ import annotations
 
-import contextlib
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -19,20 +18,18 @@ import attrs
 
 from kubelet_dra.api import dra_v1_pb2
 from kubelet_dra.api.services import Service
-from kubelet_dra.conformance.outcomes import CheckFailed, CheckSkipped
-from kubelet_dra.controlplane.allocator import Allocation, Unsatisfiable, allocate
-from kubelet_dra.controlplane.sharing import Usage
+from kubelet_dra.conformance.claiming import Claiming
+from kubelet_dra.conformance.outcomes import CheckBlocked, CheckFailed, CheckSkipped
+from kubelet_dra.conformance.shapes import ClaimShapes
 from kubelet_dra.errors import StateError
 from kubelet_dra.kube.client import KubeApiError
 from kubelet_dra.manager.cdi import ResolvedDevice, resolve
 from kubelet_dra.plugins import CallRecord
 from kubelet_dra.plugins.client import DRAClient
-from kubelet_dra.testbed import DriverProcess, Testbed, manifests, objects
+from kubelet_dra.testbed import DriverProcess, Testbed, objects
 
 T = TypeVar("T")
 POD_TIMEOUT = 20.0
-CONSUMER_GROUP = "kubelet-dra.dev"
-CONSUMER_RESOURCE = "conformancechecks"
 
 
 @attrs.frozen
@@ -52,6 +49,8 @@ class SuiteOptions:
     """An existing DeviceClass to allocate from; default: one the suite creates for all the driver's devices."""
     strict: bool = False
     """A failed ``should`` check fails the run too (``--strict``), instead of being a warning."""
+    claims: ClaimShapes = attrs.Factory(ClaimShapes)
+    """The claims the driver accepts (``--claim``); checks make every claim of these shapes."""
 
 
 @attrs.frozen
@@ -84,7 +83,7 @@ class Capabilities:
 
 
 @attrs.define
-class CheckContext:
+class CheckContext(Claiming):
     bed: Testbed
     driver: DriverProcess | None
     """The driver's process when the suite started it; ``None`` for a driver that was already running."""
@@ -93,9 +92,13 @@ class CheckContext:
     device_class: str
     observations: dict[str, object] = attrs.Factory(dict)
     """What ``observe`` saw in this run, shared by every check of the run."""
+    check_id: str = ""
+    """The check this context runs, named as the cause when what it observed fails later checks too."""
     warnings: list[str] = attrs.Factory(list)
     _cleanups: list[Callable[[], Awaitable[object]]] = attrs.Factory(list)
     _first_call: int = 0
+    _made: list[str] = attrs.Factory(list)
+    """The names of the claims this check made, in order."""
 
     def __attrs_post_init__(self) -> None:
         self._first_call = len(self.bed.calls())
@@ -132,17 +135,19 @@ class CheckContext:
         self.warnings.append(message)
 
     async def observe(self, key: str, make: Callable[[], Awaitable[T]]) -> T:
-        """A slow, disruptive event that several checks judge (one kubelet restart and the driver's republish
-        after it), brought about by the first check that asks and shared with the later ones, so a run pays
-        for it once. When bringing it about fails the check, every check that asks fails the same way."""
+        """What several checks need (one kubelet restart and the driver's republish after it; a claim the
+        driver accepts), brought about by the first check that asks and shared with the later ones, so a run
+        pays for it once. When bringing it about fails that check, it is the root cause: every later check
+        that asks is blocked by it (shown under it), not failed again with the same reason."""
         if key not in self.observations:
             try:
                 self.observations[key] = await make()
             except CheckFailed as failure:
-                self.observations[key] = failure
+                self.observations[key] = _Failure(self.check_id, str(failure))
+                raise
         seen = self.observations[key]
-        if isinstance(seen, CheckFailed):
-            raise CheckFailed(str(seen))
+        if isinstance(seen, _Failure):
+            raise CheckBlocked(seen.check_id, seen.reason)
         return seen  # type: ignore[return-value]
 
     # --- clean-up ---
@@ -191,86 +196,6 @@ class CheckContext:
         """The ResourceSlices of the driver on this node, as the API server has them now."""
         selector = f"spec.nodeName={self.node_name},spec.driver={self.driver_name}"
         return await objects.list_objects(self.bed.kube, "ResourceSlice", field_selector=selector)
-
-    async def allocated_claim(
-        self, count: int = 1, *, name: str | None = None, requests: Sequence[str] = ("device",)
-    ) -> dict[str, Any]:
-        """A ResourceClaim allocated ``count`` free devices of the driver on this node per request, as a
-        scheduler would, for calling the driver directly. It is reserved for the suite itself (not a pod), so
-        the control plane keeps its allocation. It is unprepared (best effort) and deleted afterwards.
-        ``name`` is for checks whose claim a fault knob of the reference driver can pick by name."""
-        manifest = manifests.claim(name or self.name("claim"), self.device_class, requests=requests, count=count)
-        claim = await objects.apply(self.bed.kube, manifest)
-        self.defer(lambda: self._forget_claim(claim))
-        try:
-            allocation = await self._allocation(claim)
-        except Unsatisfiable as err:
-            self.fail(f"cannot allocate {count} device(s) of {self.driver_name} on {self.node_name}: {err}")
-        consumer = {"apiGroup": CONSUMER_GROUP, "resource": CONSUMER_RESOURCE, "name": claim["metadata"]["name"]}
-        status = {"allocation": allocation.to_status(), "reservedFor": [{**consumer, "uid": str(uuid.uuid4())}]}
-        return await objects.write_status(self.bed.kube, claim, status)
-
-    async def devices_at_once(self) -> int:
-        """``allocatable_at_once``, for a check that needs at least one such device: none fails the check."""
-        count = await self.allocatable_at_once()
-        self.expect(count, f"{self.driver_name} published no devices for {self.node_name} that can be allocated")
-        return count
-
-    async def allocatable_at_once(self) -> int:
-        """How many of the driver's devices on this node one claim can be allocated together: every published
-        one, unless some share counters (partitions of one GPU), then as many as the counters allow.
-
-        A device that allows multiple allocations counts once (one request takes a device once); the others
-        are added one at a time, each allocated around the ones before, so an impossible count is never
-        searched for (that search only ends at its give-up limit)."""
-        slices = await self.slices()
-        published = [device for item in slices for device in item["spec"].get("devices") or []]
-        shared = sum(1 for device in published if device.get("allowMultipleAllocations"))
-        device_class = await objects.get(self.bed.kube, "DeviceClass", self.device_class) or {}
-        usage = Usage.of(await objects.list_objects(self.bed.kube, "ResourceClaim"))
-        classes = {self.device_class: device_class}
-        probe = manifests.claim("probe", self.device_class, count=1)
-        selector = {"cel": {"expression": "device.allowMultipleAllocations == false"}}
-        probe["spec"]["devices"]["requests"][0]["exactly"]["selectors"] = [selector]
-        exclusive = 0
-        while True:
-            try:
-                allocation = allocate(probe, node=self.node_name, slices=slices, classes=classes, in_use=usage)
-            except Unsatisfiable:
-                return shared + exclusive
-            usage.add({"status": {"allocation": allocation.to_status()}})
-            exclusive += 1
-
-    async def _allocation(self, claim: dict[str, Any]) -> Allocation:
-        """The scheduler's decision for ``claim`` on this node, given the slices and claims as they are now."""
-        slices = await self.slices()
-        device_class = await objects.get(self.bed.kube, "DeviceClass", self.device_class) or {}
-        in_use = Usage.of(await objects.list_objects(self.bed.kube, "ResourceClaim"))
-        classes = {self.device_class: device_class}
-        return allocate(claim, node=self.node_name, slices=slices, classes=classes, in_use=in_use)
-
-    async def _forget_claim(self, claim: dict[str, Any]) -> None:
-        with contextlib.suppress(Exception):
-            await self.unprepare(claim)
-        await objects.delete(self.bed.kube, "ResourceClaim", claim["metadata"]["name"])
-
-    async def run_pod(
-        self, claims: int = 1, *, devices: int = 1, containers: Sequence[str] = ("main",), running: bool = True
-    ) -> dict[str, Any]:
-        """A pod on this node with ``claims`` template claims of ``devices`` devices each; by default waits
-        until the node reports it Running (its claims prepared). Deleted, and waited for, afterwards."""
-        template = await objects.apply(
-            self.bed.kube, manifests.claim_template(self.name("template"), self.device_class, count=devices)
-        )
-        template_name = template["metadata"]["name"]
-        self.defer(lambda: objects.delete(self.bed.kube, "ResourceClaimTemplate", template_name))
-        pod_claims = {f"claim-{index}": template_name for index in range(claims)}
-        pod = await objects.apply(
-            self.bed.kube,
-            manifests.pod(self.name("pod"), self.node_name, templates=pod_claims, containers=containers),
-        )
-        self.defer(lambda: self.delete_pod(pod))
-        return await self.wait_running(pod) if running else pod
 
     async def wait_running(self, pod: dict[str, Any], timeout: float = POD_TIMEOUT) -> dict[str, Any]:
         name = pod["metadata"]["name"]
@@ -353,6 +278,14 @@ class CheckContext:
         started = time.monotonic()
         result = await work
         return result, time.monotonic() - started
+
+
+@attrs.frozen
+class _Failure:
+    """An observation that failed the check that brought it about."""
+
+    check_id: str
+    reason: str
 
 
 def pool_devices(slices: Sequence[dict[str, Any]]) -> frozenset[tuple[str, str]]:

@@ -70,9 +70,13 @@ class Check:
     """``must`` or ``should``."""
     rule: Citation
     reference: str
-    """Where our SPEC describes the behaviour: ``SPEC §6.6 C3``, ``USERS #14``."""
+    """Where a driver author reads about it: docs/ pages and public sources (``rules.cite``), each a docs/ path
+    or a URL."""
     run: CheckFunction
     needs: frozenset[str] = frozenset()
+    first: bool = False
+    """Runs before the others: what it checks, most others need (a claim the driver accepts), so its failure
+    is reported once as their cause."""
 
     def matches(self, pattern: re.Pattern[str]) -> bool:
         return bool(pattern.search(self.id) or pattern.search(self.title))
@@ -90,6 +94,7 @@ def check(
     rule: Citation,
     reference: str,
     needs: Iterable[str] = (),
+    first: bool = False,
 ) -> Callable[[CheckFunction], CheckFunction]:
     """Register the decorated function as check ``check_id``; ids, tags and levels are validated at import."""
 
@@ -103,7 +108,9 @@ def check(
             raise ValueError(f"check {check_id}: unknown tags or needs {sorted(unknown)}")
         if level not in LEVELS:
             raise ValueError(f"check {check_id}: level {level!r} is not one of {', '.join(LEVELS)}")
-        CHECKS[check_id] = Check(check_id, title, frozenset(tags), level, rule, reference, function, frozenset(needs))
+        CHECKS[check_id] = Check(
+            check_id, title, frozenset(tags), level, rule, reference, function, frozenset(needs), first
+        )
         return function
 
     return register

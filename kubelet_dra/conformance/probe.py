@@ -169,7 +169,8 @@ class Probe:
             endpoint = instances[0].endpoint if instances else "?"
             return (
                 f"{name} registered, but its service endpoint {endpoint} accepted no gRPC connection within"
-                f" {self.timeout:g} s (SPEC §6.6 C4: the kubelet wipes its ResourceSlices after 30 s){self._log_tail()}"
+                f" {self.timeout:g} s (docs/protocol.md#driver-contract C4: the kubelet wipes its ResourceSlices"
+                f" after 30 s){self._log_tail()}"
             )
         if socket_path:
             return f"the node did not register {socket_path} within {self.timeout:g} s{self._log_tail()}"

@@ -12,10 +12,11 @@ import warnings
 
 import pytest
 
+from kubelet_dra.conformance import shapes
 from kubelet_dra.conformance.checks import all_checks
 from kubelet_dra.conformance.context import SuiteOptions
 from kubelet_dra.conformance.report import calls_text
-from kubelet_dra.conformance.results import SuiteResult
+from kubelet_dra.conformance.results import NOT_RUN, SuiteResult
 from kubelet_dra.conformance.runner import run_suite
 from kubelet_dra.conformance.target import Selection, Target
 from kubelet_dra.errors import DriverStartError
@@ -33,6 +34,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--node-name", default="node-1", help="the node's name (default: node-1)")
     group.addoption("--driver-name", help="the driver's name (default: learnt from GetInfo)")
     group.addoption("--device-class", help="an existing DeviceClass to allocate from")
+    group.addoption("--claim", action="append", default=[], help="a claim the driver accepts (YAML, as the CLI's)")
     group.addoption("--idempotency-count", type=int, default=SuiteOptions().idempotency_count)
     group.addoption("--republish-within", type=float, default=SuiteOptions().republish_within)
 
@@ -68,6 +70,7 @@ def conformance_suite(request: pytest.FixtureRequest) -> SuiteResult:
         idempotency_count=option("idempotency_count"),
         republish_within=option("republish_within"),
         device_class=option("device_class"),
+        claims=shapes.load(option("claim")),
     )
     ids = request.config.stash.get(SELECTED, [])
     selection = Selection(focus="^(" + "|".join(ids) + ")$")
@@ -83,7 +86,7 @@ def verdict(suite: SuiteResult, check_id: str) -> None:
     result = suite.by_id()[check_id]
     if result.result == WARNING:
         warnings.warn(f"{check_id} (should): {result.reason} [{result.check.rule}]", UserWarning, stacklevel=2)
-    if result.result == SKIPPED:
+    if result.result in (SKIPPED, NOT_RUN):
         pytest.skip(result.reason)
     if result.result == FAILED:
         calls = calls_text(result.calls)

@@ -22,13 +22,13 @@ from rich.text import Text
 
 from kubelet_dra import junit
 from kubelet_dra.conformance.framework import Check
-from kubelet_dra.conformance.results import CheckResult, ReleaseRuns, counts
+from kubelet_dra.conformance.results import NOT_RUN, CheckResult, ReleaseRuns, counts
 from kubelet_dra.junit import FAILED, PASSED, SKIPPED, WARNING
 from kubelet_dra.plugins import CallRecord
 
 SUITE_NAME = "kubelet-dra conformance"
-STYLE = {PASSED: "green", FAILED: "red", WARNING: "magenta", SKIPPED: "yellow"}
-MARK = {PASSED: "✓", FAILED: "✗", WARNING: "!", SKIPPED: "-"}
+STYLE = {PASSED: "green", FAILED: "red", WARNING: "magenta", SKIPPED: "yellow", NOT_RUN: "dim"}
+MARK = {PASSED: "✓", FAILED: "✗", WARNING: "!", SKIPPED: "-", NOT_RUN: "·"}
 REASON_WIDTH = 100
 MESSAGE_WIDTH = 600
 """Recorded messages are cut to this many characters in the text report (JSON keeps them whole)."""
@@ -41,7 +41,7 @@ class LiveView:
         self.console = console
         self.total = total
         self.done = 0
-        self.counts = {PASSED: 0, FAILED: 0, WARNING: 0, SKIPPED: 0}
+        self.counts = dict.fromkeys(STYLE, 0)
         self._status: Status | None = None
 
     def __enter__(self) -> LiveView:
@@ -85,12 +85,15 @@ def _first_line(text: str, width: int = REASON_WIDTH) -> str:
 
 
 def summary(results: list[CheckResult]) -> str:
-    """``60 passed, 0 failed, 3 warnings, 2 skipped``: warnings are the failed ``should`` checks."""
+    """``60 passed, 0 failed, 3 warnings, 2 skipped``: warnings are the failed ``should`` checks; checks not run
+    because of another's failure are counted with their causes."""
     tally = counts(results)
-    return (
+    text = (
         f"{tally[PASSED]} passed, {tally[FAILED]} failed, {tally[WARNING]} warning(s) (should), "
         f"{tally[SKIPPED]} skipped"
     )
+    causes = sorted({result.cause for result in results if result.cause})
+    return text + (f", {tally[NOT_RUN]} not run (because of {', '.join(causes)})" if causes else "")
 
 
 def table(runs: ReleaseRuns) -> Table:
@@ -112,7 +115,7 @@ def table(runs: ReleaseRuns) -> Table:
     releases = [suite.by_id() for suite in suites]  # every run has the same selection of checks
     for result in suites[0].results:
         row = [release[result.id] for release in releases]
-        first_reason = next((each.reason for each in row if each.reason), "")
+        first_reason = next((_reason(each) for each in row if each.reason), "")
         grid.add_row(
             result.id,
             result.check.level,
@@ -128,6 +131,15 @@ KUBELET_LINES = (
     "What a real kubelet logs for failures like these, each line explained: docs/kubelet-messages.md"
     " (or paste a line to kubelet-dra explain)"
 )
+
+
+def _reason(result: CheckResult) -> str:
+    """The reason column: a check not run names only its cause, whose row has the reason."""
+    return f"because {result.cause} failed" if result.cause else result.reason
+
+
+def blocked_by(results: tuple[CheckResult, ...], cause: str) -> list[str]:
+    return [result.id for result in results if result.cause == cause]
 
 
 def failures(runs: ReleaseRuns) -> Group:
@@ -146,6 +158,8 @@ def failures(runs: ReleaseRuns) -> Group:
                 )
             )
             parts.append(Text(result.reason))
+            if blocked := blocked_by(suite.results, result.id):
+                parts.append(Text(f"  because of it, {len(blocked)} check(s) were not run: {' '.join(blocked)}"))
             parts.append(Text(f"  enforces {result.check.rule}", style="italic"))
             parts.append(Text(calls_text(result.calls) or "  (no gRPC calls to the driver)", style="dim"))
         if found and suite.driver_log:
@@ -187,13 +201,15 @@ def write_junit(path: str | Path, runs: ReleaseRuns) -> Path:
 
 
 def _case(result: CheckResult, release: str) -> junit.Case:
+    """A check not run because of another's failure is a skipped case naming its cause (a property too)."""
     found = result.result in (FAILED, WARNING)
+    cause = (("cause", result.cause),) if result.cause else ()
     return junit.Case(
         name=f"{result.id} {result.check.title}{release}",
         classname=f"conformance.{result.id.split('-')[0]}",
         seconds=result.seconds,
-        result=result.result,
+        result=SKIPPED if result.result == NOT_RUN else result.result,
         message=_first_line(result.reason, MESSAGE_WIDTH),
         details="\n".join(part for part in (result.reason, calls_text(result.calls) if found else "") if part),
-        properties=(("level", result.check.level), ("rule", str(result.check.rule))),
+        properties=(("level", result.check.level), ("rule", str(result.check.rule)), *cause),
     )

@@ -3,7 +3,9 @@ releases together.
 
 A failed ``should`` check is a ``warning``: it is reported and counted, but only a failed ``must``
 check fails the run, unless the run is strict (``--strict``), where a failed ``should`` check is a
-failure too. So a CI job gating on the exit code tells a broken driver from a recommendation.
+failure too. So a CI job gating on the exit code tells a broken driver from a recommendation. A check
+that needs what another check found broken (a claim the driver accepts) is ``not run``, with that check as
+its cause: failures that share one root cause count once.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from kubelet_dra.conformance.framework import SHOULD, Check
 from kubelet_dra.junit import FAILED, PASSED, SKIPPED, WARNING
 from kubelet_dra.plugins import CallRecord
 
-OUTCOMES = (PASSED, FAILED, WARNING, SKIPPED)
+NOT_RUN = "not run"
+"""Blocked by another check's failure (its ``cause``): shown under that cause, not as one more failure."""
+OUTCOMES = (PASSED, FAILED, WARNING, SKIPPED, NOT_RUN)
 
 
 def judged(check: Check, result: str, *, strict: bool) -> str:
@@ -33,12 +37,14 @@ def judged(check: Check, result: str, *, strict: bool) -> str:
 class CheckResult:
     check: Check
     result: str
-    """``passed``, ``failed``, ``warning`` (a failed ``should`` check) or ``skipped``."""
+    """``passed``, ``failed``, ``warning`` (a failed ``should`` check), ``skipped`` or ``not run``."""
     seconds: float
     reason: str = ""
     warnings: tuple[str, ...] = ()
     calls: tuple[CallRecord, ...] = ()
     """The gRPC calls to the driver while the check ran (kept for failures and warnings)."""
+    cause: str = ""
+    """For a check that was not run: the id of the failed check it depends on."""
 
     @property
     def id(self) -> str:
@@ -57,6 +63,7 @@ class CheckResult:
             "reason": self.reason,
             "warnings": list(self.warnings),
             "calls": [call.to_json() for call in self.calls],
+            **({"cause": self.cause} if self.cause else {}),
         }
 
 

@@ -22,19 +22,23 @@ import grpc
 from kubelet_dra.conformance.checks import all_checks
 from kubelet_dra.conformance.context import Capabilities, CheckContext, SuiteOptions, pool_devices
 from kubelet_dra.conformance.framework import (
+    CHECKS,
     EMBEDDED,
     HEALTH,
+    MUST,
     NEEDS,
     REFERENCE,
     RESTART,
     Check,
 )
-from kubelet_dra.conformance.outcomes import CheckFailed, CheckSkipped
+from kubelet_dra.conformance.outcomes import CheckBlocked, CheckFailed, CheckSkipped
 from kubelet_dra.conformance.probe import Probe
-from kubelet_dra.conformance.results import CheckResult, ReleaseRuns, SuiteResult, judged
+from kubelet_dra.conformance.results import NOT_RUN, CheckResult, ReleaseRuns, SuiteResult, judged
+from kubelet_dra.conformance.shapes import check_allocatable
 from kubelet_dra.conformance.target import Selection, Target, device_class_file
-from kubelet_dra.errors import DriverStartError, StateError, UsageError
+from kubelet_dra.errors import ConfigError, DriverStartError, StateError, UsageError
 from kubelet_dra.junit import FAILED, PASSED, SKIPPED, WARNING
+from kubelet_dra.kube.client import KubeApiError
 from kubelet_dra.node import NodeOptions
 from kubelet_dra.release import KubeletRelease
 from kubelet_dra.testbed import (
@@ -75,7 +79,7 @@ async def run_suite(
 ) -> SuiteResult:
     """Stage a testbed, probe the driver, run the selected checks; the results in id order."""
     options = options or SuiteOptions()
-    checks = (selection or Selection()).select(all_checks())
+    checks = sorted((selection or Selection()).select(all_checks()), key=lambda check: not check.first)
     started = time.monotonic()
     bed = Testbed(
         TestbedOptions(
@@ -186,6 +190,30 @@ class _Suite:
         if not self.capabilities.registration_error:
             await self._use_device_class()
             self._had_slices = await self._wait_for_slices(self.target.registration_timeout)
+            if self.options.claims and self._had_slices:  # without slices, the slice checks say why
+                await self._check_claims()
+
+    async def _check_claims(self) -> None:
+        """Every ``--claim`` shape is one the API server stores (a dry-run create) and the allocator can serve
+        from the driver's slices, before any check runs; ``ConfigError`` names the file and the request."""
+        ctx = CheckContext(self.bed, self.driver, self.capabilities, self.options, self.device_class)
+        slices = await ctx.slices()
+        for shape in self.options.claims.given:
+            claim = {
+                **manifests.claim("conformance-claim-check", self.device_class),
+                "spec": shape.with_class(self.device_class),
+            }
+            try:
+                await self.bed.kube.request(
+                    "POST", objects.manifest_path(claim, name=False), body=claim, query={"dryRun": "All"}
+                )
+            except KubeApiError as err:
+                raise ConfigError(
+                    f"the API server refuses the claim: {err.message}",
+                    where=f"--claim {shape.source}",
+                    fix="correct the field it names",
+                ) from err
+            check_allocatable(shape, claim, slices, await ctx.device_classes(claim), self.bed.options.node_name)
 
     def _as_node(self, driver: DriverProcess, spec: DriverSpec) -> None:
         """With ``--node-restricted`` the driver gets the node's identity, as a DaemonSet pod's node-scoped
@@ -247,11 +275,16 @@ class _Suite:
             if problem:
                 outcome = judged(check, FAILED, strict=strict)
                 return CheckResult(check, outcome, time.monotonic() - started, f"driver not registered: {problem}")
-        ctx = CheckContext(self.bed, self.driver, self.capabilities, self.options, self.device_class, self.observations)
-        result, reason = PASSED, ""
+        ctx = CheckContext(
+            self.bed, self.driver, self.capabilities, self.options, self.device_class, self.observations, check.id
+        )
+        result, reason, cause = PASSED, "", ""
         try:
             async with asyncio.timeout(self.options.check_timeout):
                 await check.run(ctx)
+        except CheckBlocked as blocked:
+            result, reason = _blocked(check, blocked)
+            cause = blocked.cause if result == NOT_RUN else ""
         except CheckFailed as failure:
             result, reason = FAILED, str(failure)
         except CheckSkipped as skipped:
@@ -269,7 +302,7 @@ class _Suite:
         elif problems:
             ctx.warn("; ".join(problems))
         outcome = judged(check, result, strict=strict)
-        return CheckResult(check, outcome, time.monotonic() - started, reason, tuple(ctx.warnings), calls)
+        return CheckResult(check, outcome, time.monotonic() - started, reason, tuple(ctx.warnings), calls, cause)
 
     async def _clean_up(self, ctx: CheckContext) -> list[str]:
         """Every clean-up of the check; one that hangs is given up after a while and the rest still run."""
@@ -322,3 +355,13 @@ class _Suite:
         with contextlib.suppress(StateError):  # the next check reports a driver that does not come back
             await self.bed.restart_driver(driver, self.capabilities.driver_name, self.target.registration_timeout)
             await self._wait_for_slices(self.target.registration_timeout)
+
+
+def _blocked(check: Check, blocked: CheckBlocked) -> tuple[str, str]:
+    """A check blocked by another's failure is not run, under that cause; a must-check blocked by a failed
+    should-check fails itself, so that a should-finding never hides why the run must fail."""
+    cause = CHECKS[blocked.cause]
+    first_line = str(blocked).splitlines()[0] if str(blocked) else ""
+    if cause.level != MUST and check.level == MUST:
+        return FAILED, str(blocked)
+    return NOT_RUN, f"not run: needs what {cause.id} found broken ({first_line})"

@@ -4,13 +4,15 @@ A pure function of its inputs, so it is tested without a cluster and the control
 to call it. The choice is kube-scheduler's (``search``): a device is handed to one claim unless its
 slice entry says ``allowMultipleAllocations``, in which case each allocation gets a ``shareID`` and
 consumes capacity (``sharing``); devices consuming a pool's shared counters fit only while the
-counters last; ``matchAttribute`` and ``distinctAttribute`` constraints hold.
+counters last; ``matchAttribute`` and ``distinctAttribute`` constraints hold; a ``firstAvailable``
+request gets its first subrequest that fits.
 """
 
 from __future__ import annotations
 
+import itertools
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
@@ -22,6 +24,8 @@ from kubelet_dra.controlplane.sharing import DoesNotFit, Usage, consumption, cou
 
 MAX_REASONS = 3
 """Refused devices named in an error message, so one for a big pool stays readable."""
+MAX_CHOICES = 64
+"""Combinations of ``firstAvailable`` subrequests tried before the claim is said not to fit."""
 
 
 class Unsatisfiable(Exception):
@@ -62,8 +66,46 @@ def allocate(
     in_use: Usage | None = None,
     share_id: Callable[[], str] = lambda: str(uuid.uuid4()),
 ) -> Allocation:
-    """Devices for every request of ``claim`` on ``node``, around what the claims of ``in_use`` hold."""
+    """Devices for every request of ``claim`` on ``node``, around what the claims of ``in_use`` hold.
+
+    A ``firstAvailable`` request is served by its first subrequest that can be, as kube-scheduler does:
+    the choices of all such requests are tried in order of preference, and the first that fits wins."""
     slices = list(slices)
+    devices = (claim.get("spec") or {}).get("devices") or {}
+    first: Unsatisfiable | None = None
+    for choice in itertools.islice(_choices(devices.get("requests") or []), MAX_CHOICES):
+        try:
+            return _allocate(choice, devices, node, slices, classes, in_use, share_id)
+        except Unsatisfiable as err:
+            first = first or err
+    raise first or Unsatisfiable("", "the claim has no requests")
+
+
+def _choices(requests: Iterable[Mapping[str, Any]]) -> Iterator[list[tuple[str, Mapping[str, Any]]]]:
+    """Each way to serve the claim, most preferred first: (request name, its ``exactly``) per request, with
+    ``request/subrequest`` names for the subrequest chosen of a ``firstAvailable`` request."""
+    options: list[list[tuple[str, Mapping[str, Any]]]] = []
+    for request in requests:
+        name = str(request.get("name", ""))
+        if request.get("exactly") is not None:
+            options.append([(name, request["exactly"])])
+        elif request.get("firstAvailable"):
+            options.append([(f"{name}/{sub.get('name', '')}", sub) for sub in request["firstAvailable"]])
+        else:
+            raise Unsatisfiable(name, "a request needs 'exactly' or 'firstAvailable'")
+    for choice in itertools.product(*options):
+        yield list(choice)
+
+
+def _allocate(
+    choice: list[tuple[str, Mapping[str, Any]]],
+    devices: Mapping[str, Any],
+    node: str,
+    slices: list[Mapping[str, Any]],
+    classes: Mapping[str, Mapping[str, Any]],
+    in_use: Usage | None,
+    share_id: Callable[[], str],
+) -> Allocation:
     offered = candidates(slices, node)
     current = newest_slices(slices)
     ledger = Ledger(
@@ -75,14 +117,9 @@ def allocate(
             for device in (item.get("spec") or {}).get("devices") or []
         },
     )
-    devices = (claim.get("spec") or {}).get("devices") or {}
     needs: list[Need] = []
     config: list[dict[str, Any]] = []
-    for request in devices.get("requests") or []:
-        name = str(request.get("name", ""))
-        exactly = request.get("exactly")
-        if exactly is None:
-            raise Unsatisfiable(name, "only 'exactly' requests are supported (firstAvailable is not)")
+    for name, exactly in choice:
         device_class = classes.get(exactly.get("deviceClassName", ""))
         if device_class is None:
             raise Unsatisfiable(name, f"DeviceClass {exactly.get('deviceClassName')!r} does not exist")

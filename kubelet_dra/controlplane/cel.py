@@ -107,7 +107,8 @@ def matches(expression: str, device: celtypes.MapType) -> bool:
     try:
         result = _program(expression).evaluate({"device": device})
     except celpy.CELEvalError as err:
-        raise SelectorError(f"CEL expression {expression!r} failed: {err.args[0]}") from err
+        reason = str(err.args[0]).split(" (in activation")[0]  # the evaluator appends every variable it had
+        raise SelectorError(f"CEL expression {expression!r} failed: {reason}") from err
     if not isinstance(result, celtypes.BoolType):
         raise SelectorError(f"CEL expression {expression!r} must yield a bool, not {type(result).__name__}")
     return bool(result)

@@ -61,16 +61,18 @@ class Constraint:
     attribute: str
     distinct: bool
 
+    def applies(self, request: str) -> bool:
+        """Whether the constraint covers ``request``; naming a request covers each of its subrequests."""
+        return not self.requests or request in self.requests or request.split("/")[0] in self.requests
+
     def check(self, request: str, candidate: Candidate, picks: Sequence[Pick]) -> None:
-        if self.requests and request not in self.requests:
+        if not self.applies(request):
             return
         kind = "distinctAttribute" if self.distinct else "matchAttribute"
         value = _attribute(candidate, self.attribute)
         if value is None:
             raise DoesNotFit(f"{candidate.name}: has no attribute {self.attribute!r} ({kind})")
-        others = [
-            _attribute(p.candidate, self.attribute) for p in picks if not self.requests or p.request in self.requests
-        ]
+        others = [_attribute(p.candidate, self.attribute) for p in picks if self.applies(p.request)]
         if self.distinct and value in others:
             raise DoesNotFit(f"{candidate.name}: its {self.attribute} is another device's of this claim ({kind})")
         if not self.distinct and others and others[0] != value:

@@ -1,7 +1,8 @@
 """Fault knobs: the ways the reference driver can be told to misbehave, and their current values.
 
 ``KNOBS`` is the single source for the ``--fault-*`` flags, the control channel and the help
-text. Every knob breaks something a kubelet or a conformance check must notice; each is read at
+text. Every knob breaks something a kubelet or a conformance check must notice, or gives the driver a
+policy on the claims it accepts that a conformance run must be told about (``require-*``); each is read at
 the moment it matters, so flipping one at run time (``kubelet-dra driver fault set``) takes
 effect on the next call without a restart.
 """
@@ -31,6 +32,14 @@ def parse_bool(text: str) -> bool:
     raise ValueError(f"expected one of {', '.join(_TRUE + _FALSE)}")
 
 
+def parse_count(text: str) -> int:
+    """A number of devices, at least 1."""
+    value = int(text)
+    if value < 1:
+        raise ValueError("must be at least 1")
+    return value
+
+
 def parse_seconds(text: str) -> float:
     """``2``, ``2.5``, ``2s`` or ``500ms``."""
     scale = 1.0
@@ -51,13 +60,14 @@ class Knob:
     name: str
     help: str
     kind: str = "text"
-    """``text``, ``bool``, ``seconds`` or ``choice``."""
+    """``text``, ``bool``, ``seconds``, ``count`` or ``choice``."""
     choices: tuple[str, ...] = ()
     default: Any = ""
 
     @property
     def metavar(self) -> str:
-        return {"bool": "BOOL", "seconds": "SECONDS", "choice": "|".join(self.choices)}.get(self.kind, "TEXT")
+        metavars = {"bool": "BOOL", "seconds": "SECONDS", "count": "N", "choice": "|".join(self.choices)}
+        return metavars.get(self.kind, "TEXT")
 
     def parse(self, text: str) -> Any:
         """The value ``text`` stands for; ``UsageError`` names the knob and what it accepts."""
@@ -66,6 +76,8 @@ class Knob:
                 return parse_bool(text)
             if self.kind == "seconds":
                 return parse_seconds(text)
+            if self.kind == "count":
+                return parse_count(text)
         except ValueError as err:
             raise UsageError(f"bad value {text!r} for fault knob {self.name}: {err}", fix=self.help) from err
         if self.kind == "choice" and text not in self.choices:
@@ -112,6 +124,22 @@ KNOBS: tuple[Knob, ...] = (
     Knob("prepare-fail-claim", "NodePrepareResources reports an error for the claim with this name or UID"),
     Knob("prepare-omit-claim", "NodePrepareResources leaves the claim with this name or UID out of its answer"),
     _bool("prepare-unknown-key", "NodePrepareResources adds an answer for a claim UID nobody asked for"),
+    _bool(
+        "require-all-devices",
+        "NodePrepareResources refuses a claim that is not allocated every device the driver has on the node"
+        " (a policy some drivers have: a claim must use allocationMode All)",
+    ),
+    Knob(
+        "require-count",
+        "NodePrepareResources refuses a claim that is not allocated exactly this many of the driver's devices",
+        kind="count",
+        default=0,
+    ),
+    Knob(
+        "require-config",
+        "NodePrepareResources refuses a claim without an opaque config of this kind for the driver"
+        " (parameters.kind, as drivers with typed configs such as NVIDIA's GpuConfig read it)",
+    ),
     _bool("cdi-unqualified", "NodePrepareResources returns CDI device IDs without vendor/class"),
     _bool("cdi-skip-write", "NodePrepareResources writes no CDI spec file"),
     Knob("unprepare-error", "NodeUnprepareResources fails as a whole (gRPC error) with this text"),

@@ -28,6 +28,7 @@ from kubelet_dra.driver.claims import (
 )
 from kubelet_dra.driver.devices import Device, Inventory
 from kubelet_dra.driver.knobs import Faults
+from kubelet_dra.driver.policy import refusal
 from kubelet_dra.driver.rpc import CallFailed
 from kubelet_dra.driver.settings import DriverSettings
 from kubelet_dra.kube.resource import ResourceAPI
@@ -131,6 +132,9 @@ class Preparer:
         if devices and ref.uid not in self._claims:
             self._check_limit()
         configs = await opaque_configs(claim, self._settings.driver_name, self._resources.get_device_class)
+        on_node = len(self._inventory.devices)
+        if policy := refusal(self._faults, ref, self._settings.driver_name, allocated, configs, on_node):
+            raise ClaimFailed(policy)
         qualified = not self._faults.get("cdi-unqualified")
         prepared, specs = [], []
         for result, device in devices:

@@ -9,9 +9,10 @@ To keep all rows within four minutes on two cores (about two minutes measured), 
 never registers, and a few others, run the whole suite (a driver that never registers fails it in
 about a second); the other rows run only the areas around the broken rule (``focus``), and expect
 exactly the checks of that subset the knob breaks, directly or as a consequence (devices held by
-a claim that could not be unprepared). Knobs that make calls hang (``prepare-block``,
-``unprepare-block``) run with a 2 s check timeout, which also bounds each clean-up step. The
-control row without a knob runs the whole suite and expects no failure and no skip.
+a claim that could not be unprepared); checks that need the claim the driver refused are not run
+under the first check that asked for it (``CLM-001`` when selected), and count as neither. Knobs
+that make calls hang (``prepare-block``, ``unprepare-block``) run with a 2 s check timeout, which
+also bounds each clean-up step. The control row without a knob runs the whole suite and expects no failure and no skip.
 """
 
 from __future__ import annotations
@@ -91,10 +92,13 @@ BITES = (
         options=attrs.evolve(OPTIONS, latency_warning=1.0),
         warned=_ids("PRE-007"),
     ),
-    Bite("prepare-error", "boom", PREPARING | CDI_PREPARING, focus=r"^(PRE|UNP|CDI)-"),
+    Bite("prepare-error", "boom", _ids("CLM-001 PRE-001"), focus=r"^(CLM|PRE|UNP|CDI)-"),
     Bite("prepare-fail-claim", "conformance-batch-b", _ids("PRE-003")),
     Bite("prepare-omit-claim", "conformance-batch-b", _ids("PRE-003"), focus=r"^(PRE|UNP)-"),
     Bite("prepare-unknown-key", "true", PREPARING | CDI_PREPARING, focus=r"^(PRE|UNP|CDI)-"),
+    Bite("require-all-devices", "true", _ids("CLM-001"), focus=r"^(CLM|PRE|UNP)-"),
+    Bite("require-count", "2", _ids("CLM-001"), focus=r"^(CLM|PRE-00[23])"),
+    Bite("require-config", "GpuConfig", _ids("CLM-001"), focus=r"^(CLM|PRE-00[23])"),
     Bite("cdi-unqualified", "true", _ids("CDI-001 CDI-002 CDI-003 CDI-004 CDI-005 CDI-007"), focus=r"^(PRE|CDI)-"),
     Bite("cdi-skip-write", "true", _ids("CDI-002 CDI-003 CDI-004 CDI-005 CDI-007")),
     Bite(
@@ -114,8 +118,7 @@ BITES = (
     Bite(
         "slices-node",
         "node-elsewhere",
-        _ids("HEA-002 SLC-001 SLC-003 SLC-004 SLC-005 SLC-006 SLC-007 SLC-008 SLC-009")
-        | _ids("PRE-002 PRE-003 PRE-004 PRE-005 PRE-006 PRE-007 PRE-008"),
+        _ids("HEA-002 SLC-001 SLC-003 SLC-004 SLC-005 SLC-006 SLC-007 SLC-008 SLC-009 PRE-002"),
         focus=r"^(SLC|PRE|HEA)-",
     ),
     Bite("exit-after-registration", "true", frozenset(c.id for c in all_checks() if HEALTH not in c.needs)),

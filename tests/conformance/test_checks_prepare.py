@@ -26,9 +26,9 @@ async def test_devices_that_allow_multiple_allocations_may_serve_concurrent_clai
     config = tmp_path / "shared.yaml"
     config.write_text("driverName: gpu.example.com\ndevices: 3\nsharing: shared\n")
     suite = await run_suite(
-        Target(driver_cmd=f"{REFERENCE} --config {config}"), SuiteOptions(), Selection(focus=r"^PRE-008$")
+        Target(driver_cmd=f"{REFERENCE} --config {config}"), SuiteOptions(), Selection(focus=r"^(CLM-001|PRE-008)$")
     )
-    (result,) = suite.results
+    result = suite.by_id()["PRE-008"]
     assert result.result != FAILED, result.reason
     prepared = [call for call in result.calls if call.method.endswith("NodePrepareResources")]
     devices = [d["device_name"] for call in prepared for c in call.response["claims"].values() for d in c["devices"]]

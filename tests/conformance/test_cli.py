@@ -63,7 +63,13 @@ def test_passing_run_exits_0_with_json_and_junit(tmp_path: Path):
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     document = json.loads(result.stdout)
-    assert document["passed"] and document["counts"] == {"passed": 7, "failed": 0, "warning": 0, "skipped": 0}
+    assert document["passed"] and document["counts"] == {
+        "passed": 7,
+        "failed": 0,
+        "warning": 0,
+        "skipped": 0,
+        "not run": 0,
+    }
     assert {check["level"] for check in document["checks"]} == {"must"}
     assert document["capabilities"]["driver_name"] == "gpu.example.com"
     assert document["capabilities"]["health_services"] == ["v1.DRAResourceHealth", "v1alpha1.DRAResourceHealth"]

@@ -163,3 +163,42 @@ def test_a_slice_s_skip_node_operations_are_copied_into_the_result_as_the_schedu
         claim_manifest("c", [request("gpu", "gpu")]), node="node-a", slices=SLICES, classes=CLASSES
     ).results
     assert "skipNodeOperations" not in plain
+
+
+def first_available(name: str, *subrequests: tuple[str, str, list[str]]) -> dict[str, Any]:
+    """A ``firstAvailable`` request of (subrequest name, class, selectors) in order of preference."""
+    return {
+        "name": name,
+        "firstAvailable": [
+            {"name": sub, "deviceClassName": cls, "selectors": [{"cel": {"expression": e}} for e in selectors]}
+            for sub, cls, selectors in subrequests
+        ],
+    }
+
+
+def test_first_available_takes_the_first_subrequest_that_fits_and_names_it() -> None:
+    h100 = ("h100", "gpu", [f'device.attributes["{DRIVER}"].model == "H100"'])
+    small = ("small", "gpu", [f'device.capacity["{DRIVER}"].memory.compareTo(quantity("8Gi")) == 0'])
+    claim = claim_manifest("c", [first_available("gpu", h100, small)])
+    allocation = allocate(claim, node="node-a", slices=SLICES, classes=CLASSES)
+    assert [(r["request"], r["device"]) for r in allocation.results] == [("gpu/h100", "device-1")]
+    taken = allocate(claim, node="node-a", slices=SLICES, classes=CLASSES, in_use=holding("device-1"))
+    assert [(r["request"], r["device"]) for r in taken.results] == [("gpu/small", "device-2")]
+
+
+def test_first_available_that_no_subrequest_fits_names_the_first_choice() -> None:
+    claim = claim_manifest(
+        "c", [first_available("gpu", ("h100", "gpu", [f'device.attributes["{DRIVER}"].model == "H100"']))]
+    )
+    with pytest.raises(Unsatisfiable, match=r"request 'gpu/h100': needs 1 device\(s\), 0 of 1"):
+        allocate(claim, node="node-a", slices=SLICES, classes=CLASSES, in_use=holding("device-1"))
+
+
+def test_a_constraint_naming_a_request_covers_its_subrequests() -> None:
+    """matchAttribute over "a" and "b" holds for the subrequest chosen for "b"."""
+    same_model = {"requests": ["a", "b"], "matchAttribute": f"{DRIVER}/model"}
+    claim = claim_manifest("c", [request("a", "gpu", [f'device.attributes["{DRIVER}"].model == "H100"'])])
+    claim["spec"]["devices"]["requests"].append(first_available("b", ("any", "gpu", [])))
+    claim["spec"]["devices"]["constraints"] = [same_model]
+    with pytest.raises(Unsatisfiable, match="differs from the claim's other devices"):
+        allocate(claim, node="node-a", slices=SLICES, classes=CLASSES)

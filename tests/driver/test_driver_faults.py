@@ -235,6 +235,43 @@ async def _(env: Env, kube: KubeClient, plugin: DriverPlugin) -> None:
     assert len(response.claims) == 2 and claim["metadata"]["uid"] in response.claims
 
 
+async def prepared_or_refused(env: Env, kube: KubeClient, plugin: DriverPlugin, **claim: Any) -> str:
+    """The per-claim error of one claim on ``env``'s pool ("" when prepared)."""
+    made = await create_claim(kube, driver=env.driver, pool=env.node, **claim)
+    response = await prepare(plugin.settings.service_socket, [claim_ref(made)])
+    await unprepare(plugin.settings.service_socket, [claim_ref(made)])
+    return response.claims[made["metadata"]["uid"]].error
+
+
+@case("require-all-devices")
+async def _(env: Env, kube: KubeClient, plugin: DriverPlugin) -> None:
+    """A claim for one of the two devices is refused in the driver's words; one for both is prepared."""
+    await set_knobs(plugin, require_all_devices="true")
+    error = await prepared_or_refused(env, kube, plugin, devices=("device-0",))
+    assert "requests part of the" in error and "devices (1), only requests for all of its devices (2)" in error
+    assert await prepared_or_refused(env, kube, plugin, devices=("device-0", "device-1")) == ""
+
+
+@case("require-count")
+async def _(env: Env, kube: KubeClient, plugin: DriverPlugin) -> None:
+    await set_knobs(plugin, require_count="2")
+    error = await prepared_or_refused(env, kube, plugin, devices=("device-1",))
+    assert error.endswith(f"1 device(s) allocated, {env.driver} prepares exactly 2"), error
+    assert await prepared_or_refused(env, kube, plugin, devices=("device-0", "device-1")) == ""
+
+
+@case("require-config")
+async def _(env: Env, kube: KubeClient, plugin: DriverPlugin) -> None:
+    """Only a claim with an opaque config of the driver whose parameters have the knob's kind is prepared."""
+    await set_knobs(plugin, require_config="GpuConfig")
+    error = await prepared_or_refused(env, kube, plugin)
+    assert f"no opaque config of kind 'GpuConfig' for driver {env.driver}" in error, error
+    other = [{"opaque": {"driver": env.driver, "parameters": {"kind": "NetConfig"}}}]
+    assert "no opaque config" in await prepared_or_refused(env, kube, plugin, config=other)
+    typed = [{"opaque": {"driver": env.driver, "parameters": {"kind": "GpuConfig", "sharing": "none"}}}]
+    assert await prepared_or_refused(env, kube, plugin, config=typed) == ""
+
+
 @case("cdi-unqualified")
 async def _(env: Env, kube: KubeClient, plugin: DriverPlugin) -> None:
     claim = await create_claim(kube, driver=env.driver, pool=env.node)

@@ -27,16 +27,18 @@ def cluster_args(request: pytest.FixtureRequest, server: str, node: str) -> tupl
 
 
 async def run_conformance(driver_cmd: str, *extra: str) -> tuple[int, dict, str]:
-    """The suite's exit code, JSON report and the driver's log (the work dir is kept to read it, then removed)."""
+    """The suite's exit code, JSON report and the driver's logs (the work dirs are kept to read them, then removed)."""
     code, out, err = await kubelet_dra(
         "conformance", "--driver-cmd", driver_cmd, "--output", "json", "--keep", *extra, timeout=600
     )
     assert out.strip(), f"no report (exit {code}): {err[-3000:]}"
     report = json.loads(out)
-    workdir = Path(report["testbed"]["workdir"])
-    logs = "\n".join(path.read_text(errors="replace") for path in sorted(workdir.glob("*.log")))
-    shutil.rmtree(workdir, ignore_errors=True)
-    return code, report, logs
+    logs = []
+    for run in report.get("runs") or [report]:  # several --kubelet-version: one run, one work dir each
+        workdir = Path(run["testbed"]["workdir"])
+        logs += [path.read_text(errors="replace") for path in sorted(workdir.glob("*.log"))]
+        shutil.rmtree(workdir, ignore_errors=True)
+    return code, report, "\n".join(logs)
 
 
 PROFILES = {

@@ -1,4 +1,4 @@
-"""CDI: the CDI device IDs a driver returns and the spec files behind them (SPEC §4.2, §6.6 C11).
+"""CDI: the CDI device IDs a driver returns and the spec files behind them (docs/protocol.md).
 
 The kubelet passes the IDs to the container runtime unchanged; the runtime accepts only fully
 qualified ``vendor/class=name`` IDs and fails the container when an ID is declared in no spec file
@@ -15,7 +15,7 @@ from typing import Any
 from kubelet_dra.conformance import rules
 from kubelet_dra.conformance.context import CheckContext
 from kubelet_dra.conformance.framework import MUST, SHOULD, check
-from kubelet_dra.conformance.steps.claims import prepared, require_devices, unprepared
+from kubelet_dra.conformance.steps.claims import prepared, require_claims, require_devices, unprepared
 from kubelet_dra.manager.cdi import CDIResolutionError, ContainerEdits, ResolvedDevice, scan, valid_cdi_id
 
 TAGS = ("cdi",)
@@ -57,7 +57,7 @@ def env_conflicts(edits: ContainerEdits) -> dict[str, set[str]]:
     tags=TAGS,
     level=MUST,
     rule=rules.CDI_IDS,
-    reference="SPEC §6.6 C11",
+    reference=rules.cite(rules.protocol("driver-contract", "C11"), rules.CDI_SPEC),
 )
 async def qualified(ctx: CheckContext) -> None:
     claim = await ctx.allocated_claim(1)
@@ -71,7 +71,9 @@ async def qualified(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.CDI_RESOLVE,
-    reference="SPEC §4.2, §6.6 C11",
+    reference=rules.cite(
+        rules.protocol("grpc-api"), rules.protocol("driver-contract", "C11"), rules.DRA_API, rules.CDI_SPEC
+    ),
 )
 async def resolvable(ctx: CheckContext) -> None:
     await require_devices(ctx, 2)
@@ -85,7 +87,7 @@ async def resolvable(ctx: CheckContext) -> None:
     tags=TAGS,
     level=SHOULD,
     rule=rules.IDEMPOTENT_PREPARE,
-    reference="SPEC §6.6 C8, C11",
+    reference=rules.cite(rules.protocol("driver-contract", "C8", "C11")),
 )
 async def stable_edits(ctx: CheckContext) -> None:
     claim = await ctx.allocated_claim(1)
@@ -103,7 +105,9 @@ async def stable_edits(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.CDI_RESOLVE,
-    reference="SPEC §5.4, §6.6 C11",
+    reference=rules.cite(
+        rules.protocol("dra-manager"), rules.protocol("driver-contract", "C11"), rules.DRA_MANAGER_GO, rules.CDI_SPEC
+    ),
 )
 async def recreated(ctx: CheckContext) -> None:
     claim = await ctx.allocated_claim(1)
@@ -118,10 +122,12 @@ async def recreated(ctx: CheckContext) -> None:
     tags=(*TAGS, "lifecycle"),
     level=MUST,
     rule=rules.DEVICES_TO_RUNTIME,
-    reference="SPEC §4.2, §5.3",
+    reference=rules.cite(
+        rules.protocol("grpc-api"), rules.protocol("dra-manager"), rules.DRA_API, rules.DRA_MANAGER_GO
+    ),
 )
 async def pod_devices(ctx: CheckContext) -> None:
-    await require_devices(ctx, 2)
+    await require_claims(ctx, 2)
     pod = await ctx.wait_prepared(await ctx.run_pod(2, containers=("first", "second"), running=False))
     manager = ctx.bed.node.manager
     ctx.expect(manager is not None, "the node runs without its DRA manager")
@@ -140,7 +146,7 @@ async def pod_devices(ctx: CheckContext) -> None:
     tags=TAGS,
     level=SHOULD,
     rule=rules.CDI_SPEC_FILES,
-    reference="SPEC §4.2 (CDI spec format)",
+    reference=rules.cite(rules.protocol("grpc-api"), rules.DRA_API, rules.CDI_SPEC),
 )
 async def well_formed(ctx: CheckContext) -> None:
     claim = await ctx.allocated_claim(1)
@@ -155,7 +161,7 @@ async def well_formed(ctx: CheckContext) -> None:
     tags=(*TAGS, "lifecycle"),
     level=SHOULD,
     rule=rules.DRIVER_VARIABLES,
-    reference="SPEC §5.8; KEP-5970 behaviour 5",
+    reference=rules.cite(rules.protocol("dra-manager"), rules.DRA_MANAGER_GO, rules.KEP_5970),
 )
 async def driver_variables(ctx: CheckContext) -> None:
     pod = await ctx.wait_prepared(await ctx.run_pod(1, running=False))

@@ -1,4 +1,4 @@
-"""HEA: the optional DRAResourceHealth stream (SPEC §5.11, §6.6 C14).
+"""HEA: the optional DRAResourceHealth stream (docs/protocol.md).
 
 Only for drivers that advertise ``v1.DRAResourceHealth`` or ``v1alpha1.DRAResourceHealth``: the kubelet
 opens ``NodeWatchResources`` on the one it prefers (v1 first, as 1.37 does) and takes every message as
@@ -110,7 +110,9 @@ def first(ctx: CheckContext, stream: Watch) -> HealthResponse:
     tags=TAGS,
     level=SHOULD,
     rule=rules.HEALTH_COMPLETE_LIST,
-    reference="SPEC §5.11, §6.6 C14",
+    reference=rules.cite(
+        rules.protocol("device-health"), rules.protocol("driver-contract", "C14"), rules.HEALTH_INFO_GO, rules.KEP_4680
+    ),
     needs=NEEDS,
 )
 async def first_message(ctx: CheckContext) -> None:
@@ -124,7 +126,9 @@ async def first_message(ctx: CheckContext) -> None:
     tags=TAGS,
     level=SHOULD,
     rule=rules.HEALTH_COMPLETE_LIST,
-    reference="SPEC §5.11, §6.6 C14",
+    reference=rules.cite(
+        rules.protocol("device-health"), rules.protocol("driver-contract", "C14"), rules.HEALTH_INFO_GO, rules.KEP_4680
+    ),
     needs=NEEDS,
 )
 async def full_list(ctx: CheckContext) -> None:
@@ -144,7 +148,13 @@ async def full_list(ctx: CheckContext) -> None:
     tags=TAGS,
     level=SHOULD,
     rule=rules.HEALTH_FIELDS,
-    reference="SPEC §5.11, §1 (1024-byte messages)",
+    reference=rules.cite(
+        rules.protocol("device-health"),
+        rules.protocol("numbers"),
+        rules.HEALTH_INFO_GO,
+        rules.DRA_PLUGIN_GO,
+        rules.KEP_4680,
+    ),
     needs=NEEDS,
 )
 async def valid_entries(ctx: CheckContext) -> None:
@@ -170,7 +180,9 @@ async def valid_entries(ctx: CheckContext) -> None:
     tags=(*TAGS, "slow"),
     level=SHOULD,
     rule=rules.HEALTH_TIMEOUT,
-    reference="SPEC §5.11, §6.6 C14",
+    reference=rules.cite(
+        rules.protocol("device-health"), rules.protocol("driver-contract", "C14"), rules.HEALTH_INFO_GO, rules.KEP_4680
+    ),
     needs=NEEDS,
 )
 async def repeats(ctx: CheckContext) -> None:
@@ -195,7 +207,7 @@ async def repeats(ctx: CheckContext) -> None:
     tags=TAGS,
     level=SHOULD,
     rule=rules.HEALTH_COMPLETE_LIST,
-    reference="SPEC §5.11",
+    reference=rules.cite(rules.protocol("device-health"), rules.HEALTH_INFO_GO, rules.KEP_4680),
     needs=NEEDS,
 )
 async def node_view(ctx: CheckContext) -> None:

@@ -1,4 +1,4 @@
-"""LIF: the driver through pods, restarts and stops (SPEC §2.5, §2.7, §3.5, §3.6, §5.6, §6.6 C12, C16, C17).
+"""LIF: the driver through pods, restarts and stops (docs/protocol.md).
 
 A DaemonSet driver is restarted on upgrades and crashes, the kubelet restarts under it, the API
 server goes away for a while; pods come and go concurrently throughout. The driver must remove
@@ -19,7 +19,7 @@ from typing import Any
 from kubelet_dra.conformance import rules
 from kubelet_dra.conformance.context import POD_TIMEOUT, CheckContext, call_failed
 from kubelet_dra.conformance.framework import EMBEDDED, MUST, RESTART, check
-from kubelet_dra.conformance.steps.claims import claim_label, device_summary, prepared, require_devices, unprepared
+from kubelet_dra.conformance.steps.claims import claim_label, device_summary, prepared, require_claims, unprepared
 from kubelet_dra.conformance.steps.restarts import kubelet_restart, restore, usable
 from kubelet_dra.errors import StateError
 from kubelet_dra.testbed import DriverProcess, objects
@@ -57,7 +57,7 @@ def unprepared_by_node(ctx: CheckContext, claims: list[Mapping[str, Any]]) -> li
 async def pod_cycle(ctx: CheckContext, pods: int, claims: int) -> None:
     """Start ``pods`` pods with ``claims`` claims each at once, wait until all run, delete them all at once,
     and expect the node to have unprepared every claim through the driver."""
-    await require_devices(ctx, pods * claims)
+    await require_claims(ctx, pods * claims)
     started = await asyncio.gather(*(ctx.run_pod(claims, running=False) for _ in range(pods)))
     running = await asyncio.gather(*(ctx.wait_prepared(pod) for pod in started))
     generated = [claim for pod in running for claim in await ctx.pod_claims(pod)]
@@ -95,7 +95,7 @@ async def finish(ctx: CheckContext, pods: list[dict[str, Any]], claims: list[Map
     tags=(*TAGS, "prepare", "unprepare"),
     level=MUST,
     rule=rules.POD_LIFECYCLE,
-    reference="SPEC §5.3, §5.4",
+    reference=rules.cite(rules.protocol("dra-manager"), rules.DRA_MANAGER_GO),
 )
 async def pod_with_two_claims(ctx: CheckContext) -> None:
     await pod_cycle(ctx, pods=1, claims=2)
@@ -107,7 +107,7 @@ async def pod_with_two_claims(ctx: CheckContext) -> None:
     tags=(*TAGS, "prepare", "unprepare"),
     level=MUST,
     rule=rules.CONCURRENT_CALLS,
-    reference="SPEC §6.6 C12, §5.6",
+    reference=rules.cite(rules.protocol("driver-contract", "C12"), rules.protocol("dra-manager"), rules.DRA_MANAGER_GO),
 )
 async def concurrent_pods(ctx: CheckContext) -> None:
     await pod_cycle(ctx, pods=CONCURRENT_PODS, claims=1)
@@ -119,7 +119,9 @@ async def concurrent_pods(ctx: CheckContext) -> None:
     tags=DISRUPTIVE,
     level=MUST,
     rule=rules.SOCKETS_REMOVED,
-    reference="SPEC §6.6 C16, §2.5",
+    reference=rules.cite(
+        rules.protocol("driver-contract", "C16"), rules.protocol("registration"), rules.OPERATION_GENERATOR_GO
+    ),
     needs=(RESTART,),
 )
 async def sockets_removed(ctx: CheckContext) -> None:
@@ -146,7 +148,7 @@ async def sockets_removed(ctx: CheckContext) -> None:
     tags=DISRUPTIVE,
     level=MUST,
     rule=rules.DRIVER_RESTART,
-    reference="SPEC §6.6 C17, §2.7",
+    reference=rules.cite(rules.protocol("driver-contract", "C17"), rules.protocol("registration"), rules.RECONCILER_GO),
     needs=(RESTART,),
 )
 async def restart(ctx: CheckContext) -> None:
@@ -162,7 +164,12 @@ async def restart(ctx: CheckContext) -> None:
     tags=(*DISRUPTIVE, "prepare", "unprepare"),
     level=MUST,
     rule=rules.CLAIMS_ACROSS_RESTART,
-    reference="SPEC §5.4, §3.5",
+    reference=rules.cite(
+        rules.protocol("dra-manager"),
+        rules.protocol("dra-plugin-manager"),
+        rules.DRA_MANAGER_GO,
+        rules.DRA_PLUGIN_MANAGER_GO,
+    ),
     needs=(RESTART,),
 )
 async def prepared_survive_restart(ctx: CheckContext) -> None:
@@ -183,7 +190,12 @@ async def prepared_survive_restart(ctx: CheckContext) -> None:
     tags=DISRUPTIVE,
     level=MUST,
     rule=rules.DRIVER_RESTART,
-    reference="SPEC §6.6 C16, §3.5, §7 F2",
+    reference=rules.cite(
+        rules.protocol("driver-contract", "C16"),
+        rules.protocol("dra-plugin-manager"),
+        rules.protocol("failure-modes", "F2"),
+        rules.DRA_PLUGIN_MANAGER_GO,
+    ),
     needs=(RESTART,),
 )
 async def crash(ctx: CheckContext) -> None:
@@ -199,7 +211,14 @@ async def crash(ctx: CheckContext) -> None:
     tags=(*DISRUPTIVE, "slow"),
     level=MUST,
     rule=rules.REREGISTRATION,
-    reference="SPEC §6.6 C17, §2.7, §3.6, §7 F14",
+    reference=rules.cite(
+        rules.protocol("driver-contract", "C17"),
+        rules.protocol("registration"),
+        rules.protocol("dra-plugin-manager"),
+        rules.protocol("failure-modes", "F14"),
+        rules.RECONCILER_GO,
+        rules.DRA_PLUGIN_MANAGER_GO,
+    ),
 )
 async def node_restart(ctx: CheckContext) -> None:
     restart = await kubelet_restart(ctx)
@@ -217,7 +236,7 @@ async def node_restart(ctx: CheckContext) -> None:
     tags=(*DISRUPTIVE, "unprepare"),
     level=MUST,
     rule=rules.POD_LIFECYCLE,
-    reference="SPEC §5.4, §7 F15",
+    reference=rules.cite(rules.protocol("dra-manager"), rules.protocol("failure-modes", "F15"), rules.DRA_MANAGER_GO),
     needs=(RESTART,),
 )
 async def pod_across_restart(ctx: CheckContext) -> None:
@@ -235,7 +254,7 @@ async def pod_across_restart(ctx: CheckContext) -> None:
     tags=DISRUPTIVE,
     level=MUST,
     rule=rules.CLAIMS_FROM_API,
-    reference="SPEC §6.3 (claims read from the API server)",
+    reference=rules.cite(rules.protocol("driver-helper"), rules.KUBELETPLUGIN_GO),
     needs=(EMBEDDED,),
 )
 async def apiserver_restart(ctx: CheckContext) -> None:
@@ -252,7 +271,7 @@ async def apiserver_restart(ctx: CheckContext) -> None:
     tags=(*TAGS, "prepare", "unprepare"),
     level=MUST,
     rule=rules.RESOURCE_REUSE,
-    reference="SPEC §5.3, §5.5; KEP-5970 behaviour 7",
+    reference=rules.cite(rules.protocol("dra-manager"), rules.DRA_MANAGER_GO, rules.KEP_5970),
 )
 async def resource_reuse(ctx: CheckContext) -> None:
     count = await ctx.devices_at_once()

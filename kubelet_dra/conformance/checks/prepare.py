@@ -1,4 +1,4 @@
-"""PRE: NodePrepareResources as the kubelet calls it (SPEC §4.2, §5.3, §5.4, §6.3, §6.6 C7, C8, C10–C13).
+"""PRE: NodePrepareResources as the kubelet calls it (docs/protocol.md).
 
 The kubelet sends a batch of claim references and needs back exactly one entry per claim UID (an
 entry keyed otherwise, or a missing one, fails the pod: §7 F16, F17), each with the devices it
@@ -24,13 +24,14 @@ from kubelet_dra.conformance.steps.claims import (
     expect_devices,
     expect_keys,
     prepared,
+    require_claims,
     require_devices,
 )
 from kubelet_dra.testbed import manifests, objects
 
 TAGS = ("prepare",)
 KUBELET_BUDGET = 45.0
-"""The kubelet's per-call timeout for NodePrepareResources (SPEC §1)."""
+"""The kubelet's per-call timeout for NodePrepareResources."""
 BATCH = ("conformance-batch-a", "conformance-batch-b", "conformance-batch-c")
 """Fixed names of PRE-003's claims: a reference-driver fault knob can pick one of them by name."""
 MISSING_DEVICE = "conformance-no-such-device"
@@ -48,12 +49,27 @@ async def shareable_devices(ctx: CheckContext) -> set[tuple[str, str]]:
 
 
 @check(
+    "CLM-001",
+    "the driver prepares a claim of the shape the checks use (--claim, or one device of the DeviceClass)",
+    tags=TAGS,
+    level=MUST,
+    rule=rules.PREPARE_EVERY_CLAIM,
+    reference=rules.cite(rules.protocol("driver-contract", "C7")),
+    first=True,
+)
+async def accepted_claim(ctx: CheckContext) -> None:
+    """Runs first: when the driver refuses the claim, this is the one finding (with the --claim to pass), and
+    every check that makes such a claim is not run because of it."""
+    await ctx.require_accepted()
+
+
+@check(
     "PRE-001",
     "an empty NodePrepareResources request returns OK with an empty map",
     tags=TAGS,
     level=SHOULD,
     rule=rules.EMPTY_REQUEST,
-    reference="SPEC §6.6 C13",
+    reference=rules.cite(rules.protocol("driver-contract", "C13")),
 )
 async def empty_request(ctx: CheckContext) -> None:
     response = await ctx.client().node_prepare_resources(dra_v1_pb2.NodePrepareResourcesRequest())
@@ -66,7 +82,7 @@ async def empty_request(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.PREPARE_EVERY_CLAIM,
-    reference="SPEC §6.6 C7, C11",
+    reference=rules.cite(rules.protocol("driver-contract", "C7", "C11")),
 )
 async def one_claim(ctx: CheckContext) -> None:
     claim = await ctx.allocated_claim(1)
@@ -80,10 +96,10 @@ async def one_claim(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.PREPARE_EVERY_CLAIM,
-    reference="SPEC §6.6 C7, §7 F16–F17",
+    reference=rules.cite(rules.protocol("driver-contract", "C7"), rules.protocol("failure-modes", "F16–F17")),
 )
 async def batch(ctx: CheckContext) -> None:
-    await require_devices(ctx, len(BATCH))
+    await require_claims(ctx, len(BATCH))
     claims = [await ctx.allocated_claim(1, name=name) for name in BATCH]
     await prepared(ctx, *claims)
 
@@ -94,7 +110,7 @@ async def batch(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.REQUEST_NAMES,
-    reference="SPEC §4.2, §6.6 C11",
+    reference=rules.cite(rules.protocol("grpc-api"), rules.protocol("driver-contract", "C11"), rules.DRA_API),
 )
 async def several_requests(ctx: CheckContext) -> None:
     await require_devices(ctx, 2)
@@ -109,7 +125,7 @@ async def several_requests(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.IDEMPOTENT_PREPARE,
-    reference="SPEC §6.6 C8, §5.4",
+    reference=rules.cite(rules.protocol("driver-contract", "C8"), rules.protocol("dra-manager"), rules.DRA_MANAGER_GO),
 )
 async def idempotent(ctx: CheckContext) -> None:
     claim = await ctx.allocated_claim(1)
@@ -123,7 +139,7 @@ async def idempotent(ctx: CheckContext) -> None:
 async def _claim_of_missing_device(ctx: CheckContext, model: dict[str, Any]) -> dict[str, Any]:
     """A claim allocated, like ``model``, on this node's pool, but a device the driver does not have."""
     name = ctx.name("missing")
-    claim = await objects.apply(ctx.bed.kube, manifests.claim(name, ctx.device_class))
+    claim = await objects.apply(ctx.bed.kube, {**manifests.claim(name, ctx.device_class), "spec": model["spec"]})
     ctx.defer(lambda: objects.delete(ctx.bed.kube, "ResourceClaim", name))
     status = copy.deepcopy(model["status"])
     for result in status["allocation"]["devices"]["results"]:
@@ -139,7 +155,7 @@ async def _claim_of_missing_device(ctx: CheckContext, model: dict[str, Any]) -> 
     tags=TAGS,
     level=SHOULD,
     rule=rules.PREPARE_ERRORS,
-    reference="SPEC §6.6 C10, §4.2",
+    reference=rules.cite(rules.protocol("driver-contract", "C10"), rules.protocol("grpc-api"), rules.DRA_API),
 )
 async def per_claim_error(ctx: CheckContext) -> None:
     good = await ctx.allocated_claim(1)
@@ -169,7 +185,7 @@ async def per_claim_error(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.CALL_TIMEOUT,
-    reference="SPEC §1 (defaultClientCallTimeout), §6.6 C7",
+    reference=rules.cite(rules.protocol("numbers"), rules.protocol("driver-contract", "C7"), rules.DRA_PLUGIN_GO),
 )
 async def latency(ctx: CheckContext) -> None:
     claim = await ctx.allocated_claim(1)
@@ -185,10 +201,10 @@ async def latency(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.CONCURRENT_CALLS,
-    reference="SPEC §6.6 C12, §5.6",
+    reference=rules.cite(rules.protocol("driver-contract", "C12"), rules.protocol("dra-manager"), rules.DRA_MANAGER_GO),
 )
 async def concurrent(ctx: CheckContext) -> None:
-    await require_devices(ctx, CONCURRENT_CALLS)
+    await require_claims(ctx, CONCURRENT_CALLS)
     claims = [await ctx.allocated_claim(1) for _ in range(CONCURRENT_CALLS)]
     answers, seconds = await ctx.timed(asyncio.gather(*(prepared(ctx, claim) for claim in claims)))
     devices = [(pool, device) for answer in answers for d in answer.values() for pool, device, *_ in device_summary(d)]

@@ -1,4 +1,4 @@
-"""REG: the registration socket and the handshake (SPEC §2, §6.6 C1–C4, C6, §7 F1–F9).
+"""REG: the registration socket and the handshake (docs/protocol.md).
 
 The node registers the driver as a kubelet does; these checks read what it learnt and then ask the
 registration socket themselves, on fresh connections, as the kubelet does at every attempt. They run
@@ -23,9 +23,9 @@ from kubelet_dra.conformance.probe import RawCallFailed, get_info, raw_call
 from kubelet_dra.errors import DriverError
 
 GET_INFO_BUDGET = 1.0
-"""The kubelet gives GetInfo 1 s (SPEC §2.3)."""
+"""The kubelet gives GetInfo 1 s."""
 NOTIFY_BUDGET = 5.0
-"""… and NotifyRegistrationStatus 5 s (SPEC §2.4)."""
+"""… and NotifyRegistrationStatus 5 s."""
 STABLE_CALLS = 3
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 TAGS = ("registration",)
@@ -53,7 +53,9 @@ async def _info(ctx: CheckContext, timeout: float = GET_INFO_BUDGET) -> Any:
     tags=TAGS,
     level=MUST,
     rule=rules.WATCHED_SOCKET,
-    reference="SPEC §6.6 C1, §7 F1",
+    reference=rules.cite(
+        rules.protocol("driver-contract", "C1"), rules.protocol("failure-modes", "F1"), rules.PLUGIN_WATCHER_GO
+    ),
 )
 async def registration_socket(ctx: CheckContext) -> None:
     path = Path(_socket(ctx))
@@ -76,7 +78,7 @@ async def registration_socket(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.REGISTERED,
-    reference="SPEC §6.6 C2–C6, §7 F1–F10, USERS #2",
+    reference=rules.cite(rules.protocol("driver-contract", "C2–C6"), rules.protocol("failure-modes", "F1–F10")),
 )
 async def node_registers(ctx: CheckContext) -> None:
     ctx.require_registered()
@@ -89,7 +91,7 @@ async def node_registers(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.GET_INFO_TIMEOUT,
-    reference="SPEC §6.6 C2, §7 F3",
+    reference=rules.cite(rules.protocol("driver-contract", "C2"), rules.protocol("failure-modes", "F3")),
 )
 async def get_info_in_time(ctx: CheckContext) -> None:
     _, seconds = await ctx.timed(_info(ctx, timeout=GET_INFO_BUDGET + 1))
@@ -105,7 +107,7 @@ async def get_info_in_time(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.PLUGIN_TYPE,
-    reference="SPEC §6.6 C2, §7 F4",
+    reference=rules.cite(rules.protocol("driver-contract", "C2"), rules.protocol("failure-modes", "F4")),
 )
 async def get_info_type(ctx: CheckContext) -> None:
     info = await _info(ctx)
@@ -121,7 +123,7 @@ async def get_info_type(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.PLUGIN_NAME,
-    reference="SPEC §6.6 C2",
+    reference=rules.cite(rules.protocol("driver-contract", "C2"), rules.REGISTRATION_API),
 )
 async def get_info_name(ctx: CheckContext) -> None:
     info = await _info(ctx)
@@ -141,7 +143,9 @@ async def get_info_name(ctx: CheckContext) -> None:
     tags=(*TAGS, "versions"),
     level=MUST,
     rule=rules.SUPPORTED_VERSIONS,
-    reference="SPEC §6.6 C3, §7 F5–F6",
+    reference=rules.cite(
+        rules.protocol("driver-contract", "C3"), rules.protocol("failure-modes", "F5–F6"), rules.REGISTRATION_API
+    ),
 )
 async def supported_versions(ctx: CheckContext) -> None:
     info = await _info(ctx)
@@ -157,7 +161,9 @@ async def supported_versions(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.ENDPOINT,
-    reference="SPEC §6.6 C4, §7 F8, F10",
+    reference=rules.cite(
+        rules.protocol("driver-contract", "C4"), rules.protocol("failure-modes", "F8", "F10"), rules.REGISTRATION_API
+    ),
 )
 async def endpoint_path(ctx: CheckContext) -> None:
     info = await _info(ctx)
@@ -179,7 +185,7 @@ async def endpoint_path(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.NOTIFY_TRUE,
-    reference="SPEC §6.6 C6, §7 F9",
+    reference=rules.cite(rules.protocol("driver-contract", "C6"), rules.protocol("failure-modes", "F9")),
 )
 async def notify_true(ctx: CheckContext) -> None:
     request = pluginregistration_pb2.RegistrationStatus(plugin_registered=True)
@@ -208,7 +214,12 @@ async def _notify(ctx: CheckContext, request: Any, timeout: float) -> Any:
     tags=TAGS,
     level=SHOULD,
     rule=rules.NOTIFY_FALSE,
-    reference="SPEC §2.4, §7 F4–F6",
+    reference=rules.cite(
+        rules.protocol("registration"),
+        rules.protocol("failure-modes", "F4–F6"),
+        rules.OPERATION_GENERATOR_GO,
+        rules.REGISTRATION_API,
+    ),
 )
 async def notify_false(ctx: CheckContext) -> None:
     ctx.require_registered()
@@ -235,7 +246,9 @@ async def notify_false(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.REREGISTRATION,
-    reference="SPEC §2.3, §6.6 C17",
+    reference=rules.cite(
+        rules.protocol("registration"), rules.protocol("driver-contract", "C17"), rules.OPERATION_GENERATOR_GO
+    ),
 )
 async def get_info_stable(ctx: CheckContext) -> None:
     ctx.require_registered()
@@ -255,7 +268,7 @@ async def get_info_stable(ctx: CheckContext) -> None:
     tags=TAGS,
     level=SHOULD,
     rule=rules.ONE_SOCKET_PER_INSTANCE,
-    reference="SPEC §7 F7, F20",
+    reference=rules.cite(rules.protocol("failure-modes", "F7", "F20")),
 )
 async def one_instance(ctx: CheckContext) -> None:
     ctx.require_registered()
@@ -274,7 +287,7 @@ async def one_instance(ctx: CheckContext) -> None:
     tags=TAGS,
     level=SHOULD,
     rule=rules.GRPC_UNIMPLEMENTED,
-    reference="SPEC §2.3 (gRPC status semantics)",
+    reference=rules.cite(rules.protocol("registration"), rules.OPERATION_GENERATOR_GO, rules.GRPC_STATUS),
 )
 async def unknown_registration_method(ctx: CheckContext) -> None:
     started = time.monotonic()

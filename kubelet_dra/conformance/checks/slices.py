@@ -1,4 +1,4 @@
-"""SLC: the ResourceSlices the driver publishes (SPEC §3.6, §6.4, §6.6 C15, §7 F10, F14).
+"""SLC: the ResourceSlices the driver publishes (docs/protocol.md).
 
 The scheduler allocates only what the slices describe, and the kubelet wipes a node's slices at
 start and when a driver goes away, so a driver must publish well-formed slices for its own node,
@@ -20,7 +20,7 @@ from kubelet_dra.testbed import objects
 TAGS = ("slices",)
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 SLOW_REPUBLISH = 30.0
-"""A republish slower than this earns a warning (the kubeletplugin helper's sync delay, SPEC F14)."""
+"""A republish slower than this earns a warning (the kubeletplugin helper's sync delay, F14)."""
 
 
 def _key(item: dict[str, Any]) -> str:
@@ -47,7 +47,12 @@ async def _all(ctx: CheckContext) -> list[dict[str, Any]]:
     tags=TAGS,
     level=MUST,
     rule=rules.SLICES_PUBLISHED,
-    reference="SPEC §6.6 C15, §3.6",
+    reference=rules.cite(
+        rules.protocol("driver-contract", "C15"),
+        rules.protocol("dra-plugin-manager"),
+        rules.DRA_PLUGIN_MANAGER_GO,
+        rules.KEP_5970,
+    ),
 )
 async def published(ctx: CheckContext) -> None:
     slices = await _own(ctx)
@@ -60,7 +65,7 @@ async def published(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.SLICE_FIELDS,
-    reference="SPEC §6.6 C15",
+    reference=rules.cite(rules.protocol("driver-contract", "C15")),
 )
 async def well_formed(ctx: CheckContext) -> None:
     slices = await _all(ctx)
@@ -90,7 +95,7 @@ async def well_formed(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.POOL_COMPLETE,
-    reference="SPEC §6.4 (pool completeness)",
+    reference=rules.cite(rules.protocol("driver-helper"), rules.RESOURCESLICE_GO, rules.KEP_4381),
 )
 async def pools_complete(ctx: CheckContext) -> None:
     pools: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -109,7 +114,7 @@ async def pools_complete(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.DEVICE_NAMES,
-    reference="SPEC §4.2, §6.6 C11",
+    reference=rules.cite(rules.protocol("grpc-api"), rules.protocol("driver-contract", "C11"), rules.DRA_API),
 )
 async def device_names(ctx: CheckContext) -> None:
     seen: set[tuple[str, str]] = set()
@@ -128,7 +133,7 @@ async def device_names(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.OWN_NODE,
-    reference="SPEC §6.6 C15 (node authorizer: own node only)",
+    reference=rules.cite(rules.protocol("driver-contract", "C15"), rules.KEP_4381),
 )
 async def own_node_only(ctx: CheckContext) -> None:
     others = sorted(
@@ -145,7 +150,7 @@ async def own_node_only(ctx: CheckContext) -> None:
     tags=(*TAGS, "disruptive", "slow"),
     level=MUST,
     rule=rules.REPUBLISH,
-    reference="SPEC §6.6 C15, §7 F14, USERS #10",
+    reference=rules.cite(rules.protocol("driver-contract", "C15"), rules.protocol("failure-modes", "F14")),
 )
 async def republished(ctx: CheckContext) -> None:
     restart = await kubelet_restart(ctx)
@@ -161,7 +166,9 @@ async def republished(ctx: CheckContext) -> None:
     tags=(*TAGS, "disruptive", "slow"),
     level=SHOULD,
     rule=rules.REPUBLISH,
-    reference="SPEC §6.6 C15, §3.6",
+    reference=rules.cite(
+        rules.protocol("driver-contract", "C15"), rules.protocol("dra-plugin-manager"), rules.DRA_PLUGIN_MANAGER_GO
+    ),
 )
 async def republished_same(ctx: CheckContext) -> None:
     restart = await kubelet_restart(ctx)
@@ -176,7 +183,9 @@ async def republished_same(ctx: CheckContext) -> None:
     tags=(*TAGS, "prepare"),
     level=MUST,
     rule=rules.PUBLISHED_PREPARABLE,
-    reference="SPEC §4.2, §6.6 C11",
+    reference=rules.cite(
+        rules.protocol("grpc-api"), rules.protocol("driver-contract", "C11"), rules.DRA_API, rules.KEP_4381
+    ),
 )
 async def prepared_devices_published(ctx: CheckContext) -> None:
     published = pool_devices(await _own(ctx))
@@ -199,7 +208,12 @@ async def prepared_devices_published(ctx: CheckContext) -> None:
     tags=(*TAGS, "prepare"),
     level=MUST,
     rule=rules.PUBLISHED_PREPARABLE,
-    reference="SPEC §3.6, §6.6 C15",
+    reference=rules.cite(
+        rules.protocol("dra-plugin-manager"),
+        rules.protocol("driver-contract", "C15"),
+        rules.DRA_PLUGIN_MANAGER_GO,
+        rules.KEP_4381,
+    ),
 )
 async def all_devices_preparable(ctx: CheckContext) -> None:
     published = pool_devices(await _own(ctx))

@@ -1,4 +1,4 @@
-"""UNP: NodeUnprepareResources as the kubelet calls it (SPEC §5.4, §6.6 C7, C9, §7 F15).
+"""UNP: NodeUnprepareResources as the kubelet calls it (docs/protocol.md).
 
 The kubelet unprepares when a pod is gone, possibly after the ResourceClaim was deleted, possibly
 for a claim the driver never prepared or already unprepared (after a restart, a retry), and keeps
@@ -18,7 +18,7 @@ from kubelet_dra.conformance.framework import MUST, SHOULD, check
 from kubelet_dra.conformance.steps.claims import (
     device_summary,
     prepared,
-    require_devices,
+    require_claims,
     unprepared,
 )
 from kubelet_dra.testbed import objects
@@ -41,7 +41,7 @@ def unknown_claims(count: int) -> list[dict[str, Any]]:
     tags=TAGS,
     level=MUST,
     rule=rules.UNPREPARE_RULES,
-    reference="SPEC §5.4, §6.6 C7",
+    reference=rules.cite(rules.protocol("dra-manager"), rules.protocol("driver-contract", "C7"), rules.DRA_MANAGER_GO),
 )
 async def unprepare_prepared(ctx: CheckContext) -> None:
     claim = await ctx.allocated_claim(1)
@@ -55,7 +55,7 @@ async def unprepare_prepared(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.UNPREPARE_AGAIN,
-    reference="SPEC §6.6 C9 (helper contract)",
+    reference=rules.cite(rules.protocol("driver-contract", "C9")),
 )
 async def unprepare_unknown(ctx: CheckContext) -> None:
     await unprepared(ctx, *unknown_claims(1), why=" (never prepared, does not exist)")
@@ -67,7 +67,7 @@ async def unprepare_unknown(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.UNPREPARE_AGAIN,
-    reference="SPEC §6.6 C9, §5.4",
+    reference=rules.cite(rules.protocol("driver-contract", "C9"), rules.protocol("dra-manager"), rules.DRA_MANAGER_GO),
 )
 async def unprepare_twice(ctx: CheckContext) -> None:
     claim = await ctx.allocated_claim(1)
@@ -82,7 +82,9 @@ async def unprepare_twice(ctx: CheckContext) -> None:
     tags=TAGS,
     level=SHOULD,
     rule=rules.EMPTY_REQUEST,
-    reference="SPEC §6.3, §6.6 C13",
+    reference=rules.cite(
+        rules.protocol("driver-helper"), rules.protocol("driver-contract", "C13"), rules.KUBELETPLUGIN_GO
+    ),
 )
 async def empty_request(ctx: CheckContext) -> None:
     response = await ctx.client().node_unprepare_resources(dra_v1_pb2.NodeUnprepareResourcesRequest())
@@ -95,10 +97,10 @@ async def empty_request(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.UNPREPARE_RULES,
-    reference="SPEC §6.6 C7, C9",
+    reference=rules.cite(rules.protocol("driver-contract", "C7", "C9")),
 )
 async def batch(ctx: CheckContext) -> None:
-    await require_devices(ctx, BATCH_SIZE - 1)
+    await require_claims(ctx, BATCH_SIZE - 1)
     claims = [await ctx.allocated_claim(1) for _ in range(BATCH_SIZE - 1)]
     await prepared(ctx, *claims)
     await unprepared(ctx, *claims, *unknown_claims(1))
@@ -110,7 +112,7 @@ async def batch(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.UNPREPARE_WITHOUT_API,
-    reference="SPEC §5.4, §7 F15",
+    reference=rules.cite(rules.protocol("dra-manager"), rules.protocol("failure-modes", "F15"), rules.DRA_MANAGER_GO),
 )
 async def unprepare_deleted(ctx: CheckContext) -> None:
     claim = await ctx.allocated_claim(1)
@@ -125,7 +127,7 @@ async def unprepare_deleted(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.IDEMPOTENT_PREPARE,
-    reference="SPEC §5.4, §6.6 C8",
+    reference=rules.cite(rules.protocol("dra-manager"), rules.protocol("driver-contract", "C8"), rules.DRA_MANAGER_GO),
 )
 async def prepare_after_unprepare(ctx: CheckContext) -> None:
     claim = await ctx.allocated_claim(1)
@@ -142,7 +144,7 @@ async def prepare_after_unprepare(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.DEVICES_RETURNED,
-    reference="SPEC §5.4 (exclusive devices)",
+    reference=rules.cite(rules.protocol("dra-manager"), rules.DRA_MANAGER_GO),
 )
 async def devices_freed(ctx: CheckContext) -> None:
     count = await ctx.devices_at_once()

@@ -1,4 +1,4 @@
-"""VER: the advertised services are the ones served, under their wire names (SPEC §3.1, §4.6, §6.6 C3, C5).
+"""VER: the advertised services are the ones served, under their wire names (docs/protocol.md).
 
 A driver advertises ``v1.DRAPlugin`` but must serve ``k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin``;
 the two names differ, and a driver that mixes them up registers fine and then fails every call
@@ -57,7 +57,12 @@ def _empty(service: Service, method: str) -> Any:
     tags=TAGS,
     level=MUST,
     rule=rules.WIRE_NAME,
-    reference="SPEC §6.6 C5, §4.6, §7 F11",
+    reference=rules.cite(
+        rules.protocol("driver-contract", "C5"),
+        rules.protocol("grpc-api"),
+        rules.protocol("failure-modes", "F11"),
+        rules.DRA_API,
+    ),
 )
 async def wire_names(ctx: CheckContext) -> None:
     for service in _advertised(ctx):
@@ -81,7 +86,14 @@ async def wire_names(ctx: CheckContext) -> None:
     tags=(*TAGS, "prepare"),
     level=MUST,
     rule=rules.SUPPORTED_VERSIONS,
-    reference="SPEC §3.1, §4.2, §6.6 C3, USERS #18",
+    reference=rules.cite(
+        rules.protocol("dra-plugin-manager"),
+        rules.protocol("grpc-api"),
+        rules.protocol("driver-contract", "C3"),
+        rules.DRA_PLUGIN_MANAGER_GO,
+        rules.DRA_API,
+        rules.REGISTRATION_API,
+    ),
 )
 async def each_version_prepares(ctx: CheckContext) -> None:
     services = _advertised(ctx)
@@ -120,7 +132,7 @@ async def each_version_prepares(ctx: CheckContext) -> None:
     tags=TAGS,
     level=SHOULD,
     rule=rules.WIRE_NAME,
-    reference="SPEC §4.6, §7 F11",
+    reference=rules.cite(rules.protocol("grpc-api"), rules.protocol("failure-modes", "F11"), rules.DRA_API),
 )
 async def identifier_is_not_a_service(ctx: CheckContext) -> None:
     for service in _advertised(ctx):
@@ -142,7 +154,13 @@ async def identifier_is_not_a_service(ctx: CheckContext) -> None:
     tags=(*TAGS, "registration"),
     level=SHOULD,
     rule=rules.IDENTIFIERS,
-    reference="SPEC §3.1, §4.6, §7 F6",
+    reference=rules.cite(
+        rules.protocol("dra-plugin-manager"),
+        rules.protocol("grpc-api"),
+        rules.protocol("failure-modes", "F6"),
+        rules.DRA_PLUGIN_MANAGER_GO,
+        rules.DRA_API,
+    ),
 )
 async def identifiers_well_formed(ctx: CheckContext) -> None:
     versions = list(ctx.capabilities.versions)
@@ -162,7 +180,13 @@ async def identifiers_well_formed(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.FIRST_SUPPORTED,
-    reference="SPEC §3.1, §3.3, §6.6 C3, §7 F11",
+    reference=rules.cite(
+        rules.protocol("dra-plugin-manager"),
+        rules.protocol("driver-contract", "C3"),
+        rules.protocol("failure-modes", "F11"),
+        rules.DRA_PLUGIN_MANAGER_GO,
+        rules.DRA_PLUGIN_GO,
+    ),
 )
 async def negotiated(ctx: CheckContext) -> None:
     ctx.require_registered()
@@ -186,7 +210,7 @@ async def negotiated(ctx: CheckContext) -> None:
     tags=TAGS,
     level=SHOULD,
     rule=rules.GRPC_UNIMPLEMENTED,
-    reference="SPEC §4.6 (gRPC status semantics)",
+    reference=rules.cite(rules.protocol("grpc-api"), rules.DRA_API, rules.GRPC_STATUS),
 )
 async def unknown_method(ctx: CheckContext) -> None:
     service = _advertised(ctx)[0]
@@ -205,7 +229,7 @@ async def unknown_method(ctx: CheckContext) -> None:
     tags=TAGS,
     level=MUST,
     rule=rules.FIRST_SUPPORTED,
-    reference="SPEC §3.3 (one connection per instance, created at registration)",
+    reference=rules.cite(rules.protocol("dra-plugin-manager"), rules.DRA_PLUGIN_GO),
 )
 async def one_connection(ctx: CheckContext) -> None:
     service = _advertised(ctx)[0]
@@ -227,7 +251,13 @@ async def one_connection(ctx: CheckContext) -> None:
     tags=(*TAGS, "health"),
     level=MUST,
     rule=rules.HEALTH_WIRE_NAME,
-    reference="SPEC §5.11, §6.6 C14; SPEC-1.37 §2.1",
+    reference=rules.cite(
+        rules.protocol("device-health"),
+        rules.protocol("driver-contract", "C14"),
+        rules.RELEASES,
+        rules.HEALTH_INFO_GO,
+        rules.HEALTH_API,
+    ),
     needs=(HEALTH,),
 )
 async def health_wire_name(ctx: CheckContext) -> None:

@@ -84,10 +84,20 @@ async def published_devices(ctx: CheckContext) -> int:
 
 async def require_devices(ctx: CheckContext, count: int) -> None:
     """Skip a check that needs ``count`` devices on a node with fewer (a one-GPU node is a fine target);
-    with none at all the check goes on and fails on its allocation."""
+    with none at all the check goes on and fails on its allocation. With ``--claim`` shapes the claim made
+    says whether it has the devices (``allocated_claim`` skips then)."""
     published = await published_devices(ctx)
-    if 0 < published < count:
+    if 0 < published < count and not ctx.options.claims:
         ctx.skip(f"needs {count} devices of {ctx.driver_name} on {ctx.node_name}; its slices list {published}")
+
+
+async def require_claims(ctx: CheckContext, count: int) -> None:
+    """Skip a check that needs ``count`` claims at once when the node cannot hold that many: of one device
+    each, ``count`` devices; of the ``--claim`` shapes, as many as the allocator fits together."""
+    if ctx.options.claims:
+        await ctx.require_together(count)
+    else:
+        await require_devices(ctx, count)
 
 
 def device_summary(devices: Sequence[dra_v1_pb2.Device]) -> list[tuple[str, str, tuple[str, ...], tuple[str, ...]]]:
