@@ -38,7 +38,11 @@ SUITE: dict[str, tuple[str, dict[str, list[str]]]] = {
     ),
     "nodes": (
         "many_nodes.py",
-        {"smoke": ["--nodes", "1,2"], "reduced": ["--nodes", "1,10"], "full": ["--nodes", "1,10,50,100"]},
+        {
+            "smoke": ["--nodes", "2", "--apiservers", "embedded", "--steady", "1"],
+            "reduced": ["--nodes", "10", "--steady", "5"],
+            "full": ["--nodes", "10,100,1000"],
+        },
     ),
     "tap": ("tap_bench.py", {"smoke": ["--calls", "10"], "reduced": ["--calls", "300"], "full": ["--calls", "2000"]}),
     "path": ("pod_path.py", {"smoke": ["--pods", "1"], "reduced": ["--pods", "5"], "full": ["--pods", "20"]}),

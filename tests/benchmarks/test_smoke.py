@@ -17,6 +17,12 @@ FIGURES = {
         "throughput, reference --no-op, embedded API server, 1 claim(s), 16 at once",
         "throughput, reference --no-op, embedded API server, 4 claim(s), 16 at once",
     ],
+    "nodes": [
+        "all Ready with slices, 2 nodes, embedded API server",
+        "memory per node, 2 nodes, embedded API server",
+        "steady-state CPU, 2 nodes, embedded API server",
+        "pods to Running, 2 nodes, embedded API server",
+    ],
     "scale": [
         "prepare + unprepare, 50 pods × 2 claims, 4 drivers",
         "peak RSS, 50 pods × 2 claims, 4 drivers",
