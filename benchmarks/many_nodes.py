@@ -1,33 +1,42 @@
-"""Benchmark of many simulated nodes in one ``kubelet-dra run --nodes`` process, each with its own driver.
+"""Benchmark of many simulated DRA nodes on one machine: ``kubelet-dra run --nodes`` with reference drivers.
 
-For each fleet size N: one ``kubelet-dra run --nodes 'sim-{0..N-1}' --reference-driver
-gpu.example.com`` process (embedded API server and N nodes) starts N reference driver processes;
-the offline control plane (``kubelet-dra controlplane``, its own process) generates and allocates
-one claim for one pod bound to each node; every pod is prepared and Running, then deleted and
-unprepared. Measured: the time from start to every driver registered, from the pods' creation to
-every pod Running (and the median over nodes of their own pod's), and from their deletion to every pod
-gone; the peak RSS of the ``run`` process
-(kernel's VmHWM), what each node beyond the first adds to it (against a fleet of one), and the
-RSS of one driver process.
+For each API server and fleet size N: one ``kubelet-dra run --nodes 'sim-{0..N-1}' --reference-driver
+gpu.example.com --devices 1`` process (its reference drivers: one process per 500 nodes), against
 
-Target: at most 5 MB of ``run`` memory per additional node (one process per node costs ~94 MB).
+- ``embedded``: the API server inside ``run`` itself, and the offline control plane (``kubelet-dra
+  controlplane``, its own process) generating and allocating claims; pods are created bound to their
+  node (there is no scheduler);
+- ``real``: kube-apiserver 1.36 + etcd + kube-scheduler + kube-controller-manager of ``../shared/interop``,
+  each node under its own identity (``system:node:<name>``: Node authorizer and NodeRestriction); pods
+  are created unbound and the real scheduler places them, one per node (each node has one device).
 
-Run: ``python benchmarks/many_nodes.py [--nodes 1,10,50] [--output json]``
+Measured: the time from start until every Node is Ready and every node's ResourceSlice is published;
+the memory (RSS) of every kubelet-dra process (``run``, the drivers, the offline control plane), in
+all and per node; their CPU over a quiet window once all are Ready (heartbeats, leases, watches); then
+one pod per node with a claim from a template: pods/s until all are Running, then after their deletion
+pods/s until all are gone.
+
+Targets (1,000 nodes, 2 cores): all Ready with slices in ≤ 120 s, ≤ 3 MB per node, steady state under
+one core.
+
+Run: ``python benchmarks/many_nodes.py [--nodes 10,100,1000] [--apiservers embedded,real] [--output json]``
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import attrs
-from common import Figure, load, write_json
+from common import Figure, load, realk8s, write_json
 from rich.console import Console
 from rich.table import Table
 
@@ -35,188 +44,280 @@ from kubelet_dra.kube.client import KubeClient
 from kubelet_dra.testbed import manifests, objects
 
 DRIVER = "gpu.example.com"
-TARGET_MB_PER_NODE = 5.0
-STEP_TIMEOUT = 600.0
+TEMPLATE = "one-gpu"
 NAMESPACE = objects.DEFAULT_NAMESPACE
+TARGET_READY_SECONDS = 120.0
+TARGET_MB_PER_NODE = 3.0
+TARGET_CORES = 1.0
+STEP_TIMEOUT = 900.0
+POLL = 1.0
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @attrs.frozen
 class FleetRun:
+    apiserver: str
     nodes: int
-    registered: float
+    ready: float
+    """Seconds from start to every Node Ready and every node's ResourceSlice published."""
+    rss_mb: float
+    """Resident memory of every kubelet-dra process once all were Ready."""
+    peak_mb: float
+    """Sum of each kubelet-dra process's peak resident memory (VmHWM) at the end."""
+    processes: int
+    steady_cores: float
+    """CPU of the kubelet-dra processes over the quiet window, in cores."""
     running: float
-    first_pod: float
-    """Median over the nodes of the time from the pods' creation to the node's own pod Running."""
-    deleted: float
-    peak_rss_mb: float
-    driver_rss_mb: float
+    gone: float
+
+    @property
+    def mb_per_node(self) -> float:
+        return self.rss_mb / self.nodes
 
 
-async def until(check, what: str) -> None:
-    deadline = time.monotonic() + STEP_TIMEOUT
-    while True:
-        value = check()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return
-        if time.monotonic() > deadline:
-            raise SystemExit(f"benchmark: {what} not within {STEP_TIMEOUT:g} s")
-        await asyncio.sleep(0.2)
-
-
-def kib(pid: int, field: str) -> int:
-    """A ``/proc/<pid>/status`` memory figure in KiB (VmHWM: peak RSS, VmRSS: now)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1])
-    return 0
-
-
-def children(pid: int) -> list[int]:
-    found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(child) for child in (task / "children").read_text().split()]
+def tree(pid: int) -> list[int]:
+    """``pid`` and every process below it."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo += [int(child) for child in (task / "children").read_text().split()]
     return found
 
 
-async def one_fleet(size: int, workdir: Path) -> FleetRun:
-    kubeconfig = workdir / "kubeconfig"
-    lines: list[str] = []
-    start = time.monotonic()
-    run = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "kubelet_dra", "run", "--nodes", f"sim-{{0..{size - 1}}}"),
-        *("--root-dir", str(workdir / "nodes"), "--reference-driver", DRIVER, "--kubeconfig-out", str(kubeconfig)),
-        *("--pod-retry-period", "0.5", "--pod-resync-period", "0.5"),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
+def status_kib(pid: int, field: str) -> int:
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1])
+    return 0
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / CLOCK_TICKS
+
+
+async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
+    deadline = time.monotonic() + STEP_TIMEOUT
+    while not await check():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"benchmark: {what} not within {STEP_TIMEOUT:g} s")
+        await asyncio.sleep(POLL)
+
+
+async def ready_with_slices(kube: KubeClient, size: int) -> bool:
+    nodes = await objects.list_objects(kube, "Node")
+    ready = sum(
+        any(c["type"] == "Ready" and c["status"] == "True" for c in (n.get("status") or {}).get("conditions") or [])
+        for n in nodes
     )
+    if ready < size:
+        return False
+    pools = {item["spec"]["pool"]["name"] for item in await objects.list_objects(kube, "ResourceSlice")}
+    return len(pools) >= size
 
-    async def read() -> None:
-        assert run.stdout is not None
-        async for raw in run.stdout:
-            lines.append(raw.decode())
 
-    reader = asyncio.create_task(read())
-    controlplane = None
+@attrs.frozen
+class Cluster:
+    """Where the fleet runs: the flags ``run`` gets, the admin kubeconfig, and a kubelet-dra control plane's pids."""
+
+    name: str
+    flags: tuple[str, ...]
+    admin: Path
+    bound: bool
+    """Pods are created on their node (no scheduler)."""
+
+
+@contextlib.asynccontextmanager
+async def cluster(name: str, nodes: list[str], workdir: Path) -> AsyncIterator[Cluster]:
+    if name == "embedded":
+        admin = workdir / "kubeconfig"
+        yield Cluster(name, ("--kubeconfig-out", str(admin)), admin, True)
+        return
+    interop = realk8s()
+    if interop is None:
+        raise SystemExit("many nodes: the real control plane needs ../shared/interop")
+    plane_dir = workdir / "plane"
+    plane = interop.start_control_plane(plane_dir, "scheduler", "controller-manager", nodes=tuple(nodes))
     try:
-        await until(lambda: any(f"{size} with a driver registered" in line for line in lines), "drivers registered")
-        registered = time.monotonic() - start
-        controlplane = await asyncio.create_subprocess_exec(
-            *(sys.executable, "-m", "kubelet_dra", "controlplane", "--kubeconfig", str(kubeconfig)),
+        flags = ("--kubeconfig", str(plane.dir / "kubeconfig-node-{node}"))
+        yield Cluster(name, flags, plane.kubeconfig, False)
+    finally:
+        interop.stop_control_plane(plane_dir)
+
+
+async def one_fleet(apiserver: str, size: int, steady: float, workdir: Path) -> FleetRun:
+    names = [f"sim-{index}" for index in range(size)]
+    async with cluster(apiserver, names, workdir) as where:
+        start = time.monotonic()
+        run = await asyncio.create_subprocess_exec(
+            *(sys.executable, "-m", "kubelet_dra", "run", "--nodes", f"sim-{{0..{size - 1}}}"),
+            *("--root-dir", str(workdir / "nodes"), "--reference-driver", DRIVER, "--devices", "1"),
+            *("--pod-retry-period", "0.5", "--pod-resync-period", "0.5", *where.flags),
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
         )
-        kube = KubeClient.from_kubeconfig(str(kubeconfig))
-        await objects.apply(kube, manifests.device_class(DRIVER))
-        await objects.apply(kube, manifests.claim_template("one-gpu", DRIVER))
-        created = time.monotonic()
-        for index in range(size):
-            await objects.apply(kube, manifests.pod(f"pod-{index}", f"sim-{index}", templates={"gpu": "one-gpu"}))
-
-        first_running: dict[str, float] = {}
-
-        async def all_running() -> bool:
-            for pod in await objects.list_objects(kube, "Pod", NAMESPACE):
-                if (pod.get("status") or {}).get("phase") == "Running":
-                    first_running.setdefault(pod["metadata"]["name"], time.monotonic() - created)
-            return len(first_running) == size
-
-        await until(all_running, "pods Running")
-        running = time.monotonic() - created
-        drivers = children(run.pid)
-        driver_rss = max(kib(pid, "VmRSS") for pid in drivers) / 1024 if drivers else 0.0
-        removed = time.monotonic()
-        for index in range(size):
-            await objects.delete(kube, "Pod", f"pod-{index}", NAMESPACE)
-
-        async def all_gone() -> bool:
-            return not await objects.list_objects(kube, "Pod", NAMESPACE)
-
-        await until(all_gone, "pods deleted")
-        deleted = time.monotonic() - removed
-        peak = kib(run.pid, "VmHWM") / 1024
-        kube.close()
-    finally:
-        if controlplane is not None:
-            controlplane.terminate()
-            await controlplane.wait()
-        run.terminate()
-        await run.wait()
-        await reader
-    first_pod = statistics.median(first_running.values())
-    return FleetRun(size, registered, running, first_pod, deleted, peak, driver_rss)
-
-
-async def main(sizes: list[int]) -> list[FleetRun]:
-    results = []
-    for size in sizes:
-        workdir = Path(tempfile.mkdtemp(prefix="kd-nodes-", dir="/tmp"))
+        helpers: list[asyncio.subprocess.Process] = []
+        kube: KubeClient | None = None
         try:
-            results.append(await one_fleet(size, workdir))
+
+            async def api_up() -> bool:
+                if run.returncode is not None:
+                    raise SystemExit(f"benchmark: run exited with {run.returncode}")
+                return where.admin.is_file()
+
+            await until(api_up, "API server")
+            kube = KubeClient.from_kubeconfig(str(where.admin))
+            await until(lambda: ready_with_slices(kube, size), "all nodes Ready with slices")
+            ready = time.monotonic() - start
+            if where.bound:
+                controlplane = await asyncio.create_subprocess_exec(
+                    *(sys.executable, "-m", "kubelet_dra", "controlplane", "--kubeconfig", str(where.admin)),
+                    stdout=asyncio.subprocess.DEVNULL,
+                    stderr=asyncio.subprocess.DEVNULL,
+                )
+                helpers.append(controlplane)
+            await asyncio.sleep(min(steady, 5.0))  # let the starts settle before the quiet window
+            pids = tree(run.pid) + [helper.pid for helper in helpers]
+            rss = sum(status_kib(pid, "VmRSS") for pid in pids) / 1024
+            before, started = cpu_seconds(pids), time.monotonic()
+            await asyncio.sleep(steady)
+            cores = (cpu_seconds(pids) - before) / (time.monotonic() - started)
+
+            await objects.apply(kube, manifests.device_class(DRIVER))
+            await objects.apply(kube, manifests.claim_template(TEMPLATE, DRIVER))
+            created = time.monotonic()
+            for name in names:
+                pod = manifests.pod(f"pod-{name}", name, templates={"gpu": TEMPLATE})
+                if not where.bound:  # the scheduler's to place
+                    del pod["spec"]["nodeName"]
+                await objects.apply(kube, pod)
+
+            async def all_running() -> bool:
+                pods = await objects.list_objects(kube, "Pod", NAMESPACE)
+                return sum((pod.get("status") or {}).get("phase") == "Running" for pod in pods) == size
+
+            await until(all_running, "pods Running")
+            running = time.monotonic() - created
+            removed = time.monotonic()
+            for name in names:
+                await objects.delete(kube, "Pod", f"pod-{name}", NAMESPACE)
+
+            async def all_gone() -> bool:
+                return not await objects.list_objects(kube, "Pod", NAMESPACE)
+
+            await until(all_gone, "pods gone")
+            gone = time.monotonic() - removed
+            pids = tree(run.pid) + [helper.pid for helper in helpers]
+            peak = sum(status_kib(pid, "VmHWM") for pid in pids) / 1024
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+            if kube is not None:
+                kube.close()
+            for process in (*helpers, run):
+                if process.returncode is None:
+                    process.terminate()
+                await process.wait()
+    return FleetRun(apiserver, size, ready, rss, peak, len(pids), cores, running, gone)
+
+
+async def main(apiservers: list[str], sizes: list[int], steady: float) -> list[FleetRun]:
+    results = []
+    for apiserver in apiservers:
+        for size in sizes:
+            workdir = Path(tempfile.mkdtemp(prefix="kd-nodes-", dir="/tmp"))
+            try:
+                results.append(await one_fleet(apiserver, size, steady, workdir))
+            finally:
+                shutil.rmtree(workdir, ignore_errors=True)
     return results
 
 
-def per_node_mb(result: FleetRun, base: FleetRun) -> float:
-    return (result.peak_rss_mb - base.peak_rss_mb) / (result.nodes - base.nodes)
-
-
 def figures(results: list[FleetRun]) -> list[Figure]:
-    base = min(results, key=lambda result: result.nodes)
     found = []
-    for result in results:
-        timing = f"registered {result.registered:.1f} s, own pod Running {result.first_pod:.1f} s"
-        if result.nodes > base.nodes:
-            extra = per_node_mb(result, base)
-            name = f"run memory per extra node, {result.nodes} nodes"
-            target = f"≤ {TARGET_MB_PER_NODE:g} MB"
-            found.append(Figure("many nodes", name, f"{extra:.2f} MB", target, extra <= TARGET_MB_PER_NODE, timing))
-        else:
-            found.append(Figure("many nodes", f"{result.nodes} node(s)", f"{result.peak_rss_mb:.0f} MB", spread=timing))
+    for r in results:
+        where = f"{r.nodes} nodes, {r.apiserver} API server"
+        found += [
+            Figure(
+                "many nodes",
+                f"all Ready with slices, {where}",
+                f"{r.ready:.1f} s",
+                f"≤ {TARGET_READY_SECONDS:g} s",
+                r.ready <= TARGET_READY_SECONDS,
+            ),
+            Figure(
+                "many nodes",
+                f"memory per node, {where}",
+                f"{r.mb_per_node:.2f} MB",
+                f"≤ {TARGET_MB_PER_NODE:g} MB",
+                r.mb_per_node <= TARGET_MB_PER_NODE,
+                f"{r.rss_mb:.0f} MB in {r.processes} processes, peaks {r.peak_mb:.0f} MB",
+            ),
+            Figure(
+                "many nodes",
+                f"steady-state CPU, {where}",
+                f"{r.steady_cores:.2f} cores",
+                f"< {TARGET_CORES:g} core",
+                r.steady_cores < TARGET_CORES,
+            ),
+            Figure(
+                "many nodes",
+                f"pods to Running, {where}",
+                f"{r.nodes / r.running:.1f} pods/s",
+                spread=f"{r.running:.1f} s; gone {r.gone:.1f} s ({r.nodes / r.gone:.1f} pods/s)",
+            ),
+        ]
     return found
 
 
 def report(results: list[FleetRun]) -> Table:
-    base = min(results, key=lambda result: result.nodes)
-    table = Table(title="kubelet-dra run --nodes: one process, one reference driver process per node")
-    for column in (
-        "nodes",
-        "all registered",
-        "all Running",
-        "own pod Running (median)",
-        "all deleted",
-        "run peak RSS",
-        "per extra node",
-        "driver RSS",
-    ):
+    table = Table(title="kubelet-dra run --nodes with reference drivers (one driver process per 500 nodes)")
+    columns = ("API server", "nodes", "all Ready + slices", "RSS, all processes", "per node", "steady CPU")
+    for column in (*columns, "pods → Running", "pods → gone"):
         table.add_column(column, justify="right")
-    for result in results:
-        extra = f"{per_node_mb(result, base):.2f} MB" if result.nodes > base.nodes else "-"
+    for r in results:
         table.add_row(
-            str(result.nodes),
-            f"{result.registered:.1f} s",
-            f"{result.running:.1f} s",
-            f"{result.first_pod:.1f} s",
-            f"{result.deleted:.1f} s",
-            f"{result.peak_rss_mb:.0f} MB",
-            extra,
-            f"{result.driver_rss_mb:.0f} MB",
+            r.apiserver,
+            str(r.nodes),
+            f"{r.ready:.1f} s",
+            f"{r.rss_mb:.0f} MB ({r.processes})",
+            f"{r.mb_per_node:.2f} MB",
+            f"{r.steady_cores:.2f} cores",
+            f"{r.running:.1f} s, {r.nodes / r.running:.1f}/s",
+            f"{r.gone:.1f} s, {r.nodes / r.gone:.1f}/s",
         )
-    table.caption = f"target: at most {TARGET_MB_PER_NODE:g} MB of run memory per additional node"
+    table.caption = (
+        f"targets at 1,000 nodes: Ready ≤ {TARGET_READY_SECONDS:g} s, ≤ {TARGET_MB_PER_NODE:g} MB per node,"
+        f" steady < {TARGET_CORES:g} core"
+    )
     return table
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", default="1,10,50", help="fleet sizes, comma-separated (default: %(default)s)")
+    parser.add_argument("--nodes", default="10,100,1000", help="fleet sizes, comma-separated (default: %(default)s)")
+    parser.add_argument(
+        "--apiservers",
+        default=None,
+        help="embedded, real (../shared/interop) or both, comma-separated (default: both where real can run)",
+    )
+    parser.add_argument(
+        "--steady", type=float, default=20.0, help="seconds of the quiet window for CPU (default: %(default)s)"
+    )
     parser.add_argument("--output", choices=("text", "json"), default="text")
     arguments = parser.parse_args()
+    chosen = arguments.apiservers or ("embedded,real" if realk8s() is not None else "embedded")
     fleet_sizes = sorted({int(size) for size in arguments.nodes.split(",")})
     started_load = load()
-    fleets = asyncio.run(main(fleet_sizes))
+    fleets = asyncio.run(main(chosen.split(","), fleet_sizes, arguments.steady))
     if arguments.output == "json":
         write_json({"loadAtStart": started_load, "fleets": [attrs.asdict(f) for f in fleets]}, figures(fleets))
     else:
-        Console(width=140).print(report(fleets))
+        Console(width=160).print(report(fleets))
+        Console().print(f"load at start {started_load}, at end {load()}")

@@ -48,12 +48,12 @@ WRITES_PER_POINT = 5
 
 
 class ClaimSource:
-    """``KubeClient.request`` for the one request the manager makes: a claim, allocated and reserved for its pod.
+    """``KubeClient.get`` for the one request the manager makes: a claim, allocated and reserved for its pod.
 
     Claim ``p<pod>-c<n>`` belongs to pod ``p<pod>`` and is allocated one device of driver ``(pod + n) % 4``.
     """
 
-    async def request(self, method: str, path: str, **_: Any) -> dict[str, Any]:
+    async def get(self, path: str, query: dict[str, str] | None = None) -> dict[str, Any]:
         name = path.rpartition("/")[2]
         pod, _, number = name[1:].partition("-c")
         index, driver = int(pod), DRIVERS[(int(pod) + int(number)) % len(DRIVERS)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import resource
 from collections.abc import Callable
 
 import attrs
@@ -21,3 +22,14 @@ class Command:
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
     description: str = ""
+
+
+def raise_open_files_limit() -> None:
+    """Lift the soft limit on open files to the hard one, as every Go program does at start.
+
+    A process serving a thousand nodes holds several descriptors per node (sockets, watches,
+    connections): far more than the 1,024 many systems give by default as the soft limit.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from kubelet_dra.cli import output
-from kubelet_dra.cli.command import Command
-from kubelet_dra.driver import control
+from kubelet_dra.cli.command import Command, raise_open_files_limit
+from kubelet_dra.driver import control, many
 from kubelet_dra.driver.config import EXAMPLE, load_config
 from kubelet_dra.driver.knobs import KNOBS, Faults, Knob, parse_assignment, parse_bool, parse_seconds
 from kubelet_dra.driver.plugin import DriverPlugin
@@ -37,6 +37,7 @@ from kubelet_dra.driver.settings import (
     resolve,
 )
 from kubelet_dra.errors import UsageError
+from kubelet_dra.fleet import expand
 
 ENV_PREFIX = "KUBELET_DRA_"
 
@@ -82,6 +83,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--node-name", metavar="NAME", default=_env("--node-name"), help="the node this driver runs on (required)"
+    )
+    parser.add_argument(
+        "--nodes",
+        metavar="PATTERN",
+        default=_env("--nodes"),
+        help="serve the driver on many nodes from this one process, named by a pattern ('sim-{0..999}', 'n1,n2');"
+        " a {node} in --registry-dir, --plugin-dir, --cdi-root and --kubeconfig stands for each node's name",
     )
     parser.add_argument(
         "--kubeconfig",
@@ -196,6 +204,48 @@ def settings_from_args(args: argparse.Namespace) -> DriverSettings:
     )
 
 
+NODE = "{node}"
+PER_NODE_PATHS = ("--registry-dir", "--plugin-dir", "--cdi-root")
+"""Each node's own dirs: two nodes sharing one would share their sockets or CDI specs."""
+
+
+def many_settings(args: argparse.Namespace) -> list[DriverSettings]:
+    """``--nodes``: one instance's settings per node, ``{node}`` in the paths filled in with its name."""
+    if args.node_name:
+        raise UsageError("--node-name names one node, and --nodes many", where="--node-name", fix="give one of them")
+    names = expand(args.nodes)
+    given = {"--registry-dir": args.registry_dir, "--plugin-dir": args.plugin_dir, "--cdi-root": args.cdi_root}
+    for flag in PER_NODE_PATHS:
+        if len(names) > 1 and NODE not in str(given[flag] or ""):
+            raise UsageError(
+                f"{flag} must hold {NODE} when the driver serves many nodes: each node has its own",
+                where=flag,
+                fix=f"e.g. {flag} /var/lib/kubelet-dra/{NODE}/{flag[2:]}",
+            )
+    found = []
+    for name in names:
+
+        def path(value: Path | str | None, node: str = name) -> Path | None:
+            return None if value is None else Path(str(value).replace(NODE, node))
+
+        kubeconfig = args.kubeconfig.replace(NODE, name) if args.kubeconfig else None
+        found.append(
+            settings_from_args(
+                argparse.Namespace(
+                    **{
+                        **vars(args),
+                        "node_name": name,
+                        "kubeconfig": kubeconfig,
+                        "registry_dir": path(args.registry_dir),
+                        "plugin_dir": path(args.plugin_dir),
+                        "cdi_root": path(args.cdi_root),
+                    }
+                )
+            )
+        )
+    return found
+
+
 def faults_from_args(args: argparse.Namespace) -> Faults:
     values = {knob.name: getattr(args, _knob_flag(knob)[2:].replace("-", "_")) for knob in KNOBS}
     return Faults({name: value for name, value in values.items() if value is not None})
@@ -260,10 +310,25 @@ def _status(args: argparse.Namespace) -> int:
 ACTIONS: dict[str, Callable[[argparse.Namespace], int]] = {"fault": _fault, "health": _health, "status": _status}
 
 
+async def serve_nodes(settings: list[DriverSettings], args: argparse.Namespace) -> int:
+    """``--nodes``: every node's instance in this process until SIGTERM/SIGINT."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    await many.serve_many(settings, lambda: faults_from_args(args), stop)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     action = getattr(args, "driver_action", None)
     if action:
         return ACTIONS[action](args)
+    if args.nodes:
+        settings = many_settings(args)
+        faults_from_args(args)  # a bad knob value is refused before any node starts
+        raise_open_files_limit()
+        return asyncio.run(serve_nodes(settings, args))
     return asyncio.run(serve(settings_from_args(args), faults_from_args(args)))
 
 

@@ -10,7 +10,8 @@ checkpoint goes to ``--state-dir``, by default the registry dir's parent — whe
 kubelet's DRA metrics are served at ``/metrics``. Ctrl-C or SIGTERM stops it cleanly.
 
 With ``--nodes 'sim-{0..49}'`` it runs many nodes in this one process, each in its own dir under
-``--root-dir``, and ``--driver-cmd`` (or ``--reference-driver``) starts one driver process per node;
+``--root-dir``; ``--driver-cmd`` starts one driver process per node, ``--reference-driver`` one
+reference driver process per 500 nodes (each node with its own sockets, slices, CDI dir and knobs);
 a table per node (drivers registered, pods, prepared claims, last error) shows how they fare.
 """
 
@@ -27,9 +28,10 @@ import attrs
 from rich.live import Live
 
 from kubelet_dra.cli import nodeflags, output
-from kubelet_dra.cli.command import Command
+from kubelet_dra.cli.command import Command, raise_open_files_limit
 from kubelet_dra.errors import UsageError
 from kubelet_dra.fleet import Fleet, NodeLayout, NodeRow, expand, view
+from kubelet_dra.fleet.fleet import NODES_PER_DRIVER_PROCESS
 from kubelet_dra.manager import DEFAULT_RECONCILE_PERIOD
 from kubelet_dra.node import NodeOptions
 from kubelet_dra.pods import DEFAULT_RETRY_PERIOD, RESYNC_PER_RETRY
@@ -75,7 +77,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     drivers.add_argument(
         "--reference-driver",
         metavar="DRIVER_NAME",
-        help="start the bundled reference driver, named DRIVER_NAME, once per node",
+        help="start the bundled reference driver, named DRIVER_NAME, on every node: one process serves up to"
+        f" {NODES_PER_DRIVER_PROCESS} nodes, each node with its own sockets, slices, CDI dir and fault knobs",
+    )
+    parser.add_argument(
+        "--devices",
+        type=int,
+        metavar="N",
+        help="devices the reference driver publishes on each node (default: the driver's, 8)",
     )
     parser.add_argument(
         "--driver-name", metavar="NAME", help="the name --driver-cmd's {driver} stands for (default: empty)"
@@ -184,7 +193,14 @@ def driver(args: argparse.Namespace) -> DriverSpec | None:
             raise UsageError(
                 "--driver-name names the driver of --driver-cmd", where="--driver-name", fix="leave it out"
             )
-        return DriverSpec(args.reference_driver)
+        if args.devices is not None and args.devices < 0:
+            raise UsageError(f"cannot have {args.devices} devices", where="--devices", fix="pass 0 or more")
+        extra = ("--devices", str(args.devices)) if args.devices is not None else ()
+        return DriverSpec(args.reference_driver, extra_args=extra)
+    if args.devices is not None:
+        raise UsageError(
+            "--devices is the reference driver's", where="--devices", fix="give --reference-driver, or leave it out"
+        )
     if args.driver_cmd is not None:
         command_words(args.driver_cmd, dict.fromkeys(PLACEHOLDERS, ""), where="--driver-cmd")
         return DriverSpec(args.driver_name, command=args.driver_cmd, label="driver")
@@ -214,6 +230,7 @@ def run(args: argparse.Namespace) -> int:
     if args.nodes is None:
         asyncio.run(serve_one(args, node_options, nodes[0], spec))
         return 0
+    raise_open_files_limit()
     live = args.output == "text" and output.console().is_terminal
     with output.quiet_logs(args.verbosity) if live else contextlib.nullcontext():
         rows = asyncio.run(serve_many(args, node_options, nodes, spec, live=live))

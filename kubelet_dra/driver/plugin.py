@@ -42,7 +42,10 @@ STOP_GRACE = 1.0
 class DriverPlugin:
     """The reference DRA driver; ``async with DriverPlugin(settings) as driver:`` runs it in-process."""
 
-    def __init__(self, settings: DriverSettings, *, faults: Faults | None = None) -> None:
+    def __init__(
+        self, settings: DriverSettings, *, faults: Faults | None = None, kube: KubeClient | None = None
+    ) -> None:
+        """``kube``: a client shared with other instances (one process serving many nodes); closed by its owner."""
         self.settings = settings
         self.faults = faults or Faults()
         self.log = get_logger("driver", driver=settings.driver_name, node=settings.node_name)
@@ -50,7 +53,8 @@ class DriverPlugin:
         self._servers: list[grpc.aio.Server] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._started = False
-        self.kube = KubeClient.from_kubeconfig(settings.kubeconfig)
+        self._owns_kube = kube is None
+        self.kube = kube or KubeClient.from_kubeconfig(settings.kubeconfig)
         self.inventory = Inventory(
             make_devices(settings.driver_name, settings.node_name, settings.devices), settings.config.node_selector
         )
@@ -129,7 +133,8 @@ class DriverPlugin:
         if self.faults.get("leave-sockets"):
             for path in sockets:
                 _leave_stale_socket(path)
-        await asyncio.to_thread(self.kube.close)
+        if self._owns_kube:
+            await asyncio.to_thread(self.kube.close)
         self.log.info("driver stopped", socketsLeft=bool(self.faults.get("leave-sockets")))
 
     async def run(self) -> None:

@@ -1,10 +1,12 @@
-"""``Fleet``: many simulated nodes in one process, each with its own dirs and its own driver process.
+"""``Fleet``: many simulated nodes in one process, each with its own dirs and its own driver.
 
-Scale testers want fifty DRA nodes, not fifty kubelet-dra processes: one process per node costs
-about 94 MB, while a ``Node`` in a shared process costs a few MB. The nodes share one event loop
-and one API client; everything a kubelet keeps per node stays per node (registry dir, plugins dir,
-CDI dir, checkpoint, Node object, Lease, pod workers), and each node gets its driver from one
-command template, its placeholders filled in for that node, as a DaemonSet gives every node its pod.
+Scale testers want a thousand DRA nodes, not a thousand kubelet-dra processes: one process per node
+costs about 94 MB, while a ``Node`` in a shared process costs a few MB. The nodes share one event
+loop and one API client; everything a kubelet keeps per node stays per node (registry dir, plugins
+dir, CDI dir, checkpoint, Node object, Lease, pod workers). A driver command (``--driver-cmd``)
+runs once per node, its placeholders filled in for that node, as a DaemonSet gives every node its
+pod; the bundled reference driver serves up to ``NODES_PER_DRIVER_PROCESS`` nodes from one process
+(``kubelet-dra driver --nodes``), each node still with its own sockets, slices, CDI dir and knobs.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 
@@ -21,12 +24,18 @@ from kubelet_dra.kube.client import KubeClient
 from kubelet_dra.log import get_logger
 from kubelet_dra.metrics import ANY_DRIVER
 from kubelet_dra.node import Node, NodeOptions
-from kubelet_dra.testbed import DriverProcess, DriverSpec, placeholder_values
+from kubelet_dra.testbed import REFERENCE_DRIVER, DriverProcess, DriverSpec, placeholder_values
 
 REGISTRY = "plugins_registry"
 PLUGINS = "plugins"
 CDI = "cdi"
 NODE_PLACEHOLDER = "{node}"
+NODES_PER_DRIVER_PROCESS = 500
+REQUEST_THREADS = 64
+"""Threads the nodes' API requests go out from (the loop's default: 6 on 2 cores). A request's thread mostly
+waits for the server; with a thousand nodes' pods starting or stopping at once, six in flight made them queue
+for minutes while the server had room."""
+"""Nodes one reference driver process serves: a thousand nodes take two processes, one per core."""
 
 
 @attrs.frozen
@@ -113,6 +122,9 @@ class Fleet:
         return self.kubeconfig.replace(NODE_PLACEHOLDER, layout.name)
 
     async def _start(self) -> None:
+        if len(self.layouts) > 1:
+            threads = min(REQUEST_THREADS, 4 * len(self.layouts))
+            asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(threads, "kube-request"))
         if not self.per_node_identity:  # one client for all: a client per node would cost memory for nothing
             self._kube = KubeClient.from_kubeconfig(self.kubeconfig)
         # Nodes first: a driver publishes ResourceSlices owned by its Node, which must exist by then.
@@ -124,30 +136,56 @@ class Fleet:
             self.nodes.append(await self._stack.enter_async_context(node))
         self._log.info("Nodes started", nodes=len(self.nodes))
         if self.driver is not None:
-            for layout in self.layouts:
-                process = self._driver_process(layout, self.driver)
-                self.drivers[layout.name] = process
+            groups = self._shared_driver_groups(self.driver)
+            for group in groups or [[layout] for layout in self.layouts]:
+                process = self._driver_process(group, self.driver)
+                for layout in group:
+                    self.drivers[layout.name] = process
                 await process.start()
-            self._log.info("Driver processes started", drivers=len(self.drivers))
+            self._log.info("Driver processes started", nodes=len(self.drivers), processes=len(self._processes()))
 
-    def _driver_process(self, layout: NodeLayout, spec: DriverSpec) -> DriverProcess:
-        plugin_dir = layout.plugins_root / spec.key
-        layout.cdi_root.mkdir(parents=True, exist_ok=True)
-        if spec.name:  # a kubelet host has the driver's dir under the plugins root (Kubernetes' test driver needs it)
-            (layout.plugins_root / spec.name).mkdir(parents=True, exist_ok=True)
+    def _shared_driver_groups(self, spec: DriverSpec) -> list[list[NodeLayout]]:
+        """The nodes in groups of one reference driver process each; none when each node needs its own."""
+        if spec.command != REFERENCE_DRIVER or not spec.name or len(self.layouts) < 2:
+            return []
+        root = self.layouts[0].root.parent
+        if any(layout != NodeLayout.under(root, layout.name) for layout in self.layouts):
+            return []  # not one root dir: the per-node paths cannot be one {node} pattern
+        size = NODES_PER_DRIVER_PROCESS
+        return [self.layouts[start : start + size] for start in range(0, len(self.layouts), size)]
+
+    def _processes(self) -> list[DriverProcess]:
+        return list({id(process): process for process in self.drivers.values()}.values())
+
+    def _driver_process(self, group: list[NodeLayout], spec: DriverSpec) -> DriverProcess:
+        """The driver process of one node, or of a group: then ``--nodes`` and every path a ``{node}`` pattern."""
+        for layout in group:
+            layout.cdi_root.mkdir(parents=True, exist_ok=True)
+            if (
+                spec.name
+            ):  # a kubelet host has the driver's dir under the plugins root (Kubernetes' test driver needs it)
+                (layout.plugins_root / spec.name).mkdir(parents=True, exist_ok=True)
+        first = group[0]
+        shape = NodeLayout.under(first.root.parent, NODE_PLACEHOLDER) if len(group) > 1 else first
+        plugin_dir = shape.plugins_root / spec.key
         values = placeholder_values(
-            node=layout.name,
-            kubeconfig=Path(self.node_kubeconfig(layout)).absolute(),
-            registry_dir=layout.registry_dir,
+            node=shape.name,
+            kubeconfig=Path(self.kubeconfig.replace(NODE_PLACEHOLDER, shape.name)).absolute(),
+            registry_dir=shape.registry_dir,
             plugin_dir=plugin_dir,
-            plugins_root=layout.plugins_root,
-            cdi_root=layout.cdi_root,
+            plugins_root=shape.plugins_root,
+            cdi_root=shape.cdi_root,
             driver=spec.name or "",
         )
-        return DriverProcess(spec, values, plugin_dir, layout.root / f"{spec.key}.log")
+        if len(group) == 1:
+            return DriverProcess(spec, values, plugin_dir, first.root / f"{spec.key}.log")
+        names = ",".join(layout.name for layout in group)
+        shared = attrs.evolve(spec, command=spec.command.replace("--node-name {node}", f"--nodes {names}"))
+        log = first.root.parent / f"{spec.key}-{first.name}-{group[-1].name}.log"
+        return DriverProcess(shared, values, first.root.parent, log)
 
     async def _stop(self) -> None:
-        stops = [process.stop() for process in self.drivers.values()]
+        stops = [process.stop() for process in self._processes()]
         for outcome in await asyncio.gather(*stops, return_exceptions=True):
             if isinstance(outcome, BaseException):
                 self._log.error("Failed to stop a driver process", outcome)

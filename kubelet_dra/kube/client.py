@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import threading
 from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import Executor
 from typing import Any
 from urllib.parse import quote
 
@@ -124,9 +126,16 @@ class KubeClient:
         query: dict[str, str] | None = None,
         body: Any = None,
         content_type: str = "application/json",
+        executor: Executor | None = None,
     ) -> dict[str, Any]:
-        """Send one request and return the decoded JSON answer; any non-2xx answer raises ``KubeApiError``."""
-        return await asyncio.to_thread(self._request, method, path, query or {}, body, content_type)
+        """Send one request and return the decoded JSON answer; any non-2xx answer raises ``KubeApiError``.
+
+        ``executor``: the threads to send it from (default: the loop's), so a kind of request that must not
+        wait behind the others (a node's heartbeat behind its pods' requests) has a queue of its own."""
+        if executor is None:
+            return await asyncio.to_thread(self._request, method, path, query or {}, body, content_type)
+        call = functools.partial(self._request, method, path, query or {}, body, content_type)
+        return await asyncio.get_running_loop().run_in_executor(executor, call)
 
     async def get(self, path: str, query: dict[str, str] | None = None) -> dict[str, Any]:
         """``request("GET", ...)`` over the connection the event loop keeps alive: for the hot path (a pod's

@@ -1,8 +1,17 @@
-"""Registering the Node and keeping it alive, as the kubelet's node status manager and lease controller do."""
+"""Registering the Node and keeping it alive, as the kubelet's node status manager and lease controller do.
+
+Where the API server serves Leases, the Lease is the heartbeat: renewed every period from the copy the
+last write returned (one PUT; a GET only when there is no copy or a write failed), while the status is
+posted only when it changed or every ``STATUS_REPORT_PERIOD`` (the kubelet's ``nodeStatusReportFrequency``).
+That is one request per node per beat, as a kubelet makes, where three made a thousand nodes queue
+behind their own heartbeats. Without Leases (the embedded API server) the status is the heartbeat.
+"""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kubelet_dra.kube.client import KubeApiError, KubeClient, api_path
@@ -10,6 +19,7 @@ from kubelet_dra.log import Logger, get_logger
 from kubelet_dra.nodestatus.status import (
     HEARTBEAT_PERIOD,
     LEASE_NAMESPACE,
+    STATUS_REPORT_PERIOD,
     NodeShape,
     lease_manifest,
     node_manifest,
@@ -18,6 +28,9 @@ from kubelet_dra.nodestatus.status import (
 
 NODES = api_path("", "v1", "nodes")
 LEASES = api_path("coordination.k8s.io", "v1", "leases", namespace=LEASE_NAMESPACE)
+HEARTBEAT_THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="heartbeat")
+"""Every node's heartbeat requests go from these threads (started at the first beat), not the loop's default ones:
+a kubelet's heartbeats have a client of their own, and a thousand nodes' pods must not delay their Leases."""
 
 
 class NodeHeartbeat:
@@ -51,6 +64,10 @@ class NodeHeartbeat:
         self._uid = ""
         self._leases = True
         """False once the API server turned out not to serve coordination.k8s.io Leases."""
+        self._lease: dict[str, Any] | None = None
+        """The Lease as the last write (or read) returned it: the next renewal starts from it."""
+        self._reported: tuple[float, Any] | None = None
+        """When the status was last posted, and what it said (heartbeat times aside)."""
         self.beats = 0
         """Heartbeats posted, for people and tests watching the node."""
 
@@ -76,14 +93,34 @@ class NodeHeartbeat:
             await self.beat()
 
     async def beat(self) -> None:
-        """One status heartbeat and one Lease renewal."""
+        """One Lease renewal, and the status when it is due (every beat where there are no Leases)."""
         now = self._clock()
-        patch = {"status": node_status(self._name, self._shape, self._version, now, self._since)}
+        status = node_status(self._name, self._shape, self._version, now, self._since)
+        if self._status_due(now, status):
+            await self._post_status(now, status)
+        elif self._leases:
+            await self._renew_lease(now)
+            self.beats += 1
+            self._on_beat()
+
+    def _status_due(self, now: float, status: dict[str, Any]) -> bool:
+        if not self._leases or self._reported is None or not self._uid:
+            return True
+        at, said = self._reported
+        return now - at >= STATUS_REPORT_PERIOD or said != _without_heartbeats(status)
+
+    async def _post_status(self, now: float, status: dict[str, Any]) -> None:
+        patch = {"status": status}
         try:
             node = await self._kube.request(
-                "PATCH", f"{NODES}/{self._name}/status", body=patch, content_type="application/merge-patch+json"
+                "PATCH",
+                f"{NODES}/{self._name}/status",
+                body=patch,
+                content_type="application/merge-patch+json",
+                executor=HEARTBEAT_THREADS,
             )
             self._uid = node["metadata"]["uid"]
+            self._reported = (now, _without_heartbeats(status))
             self.beats += 1
             self._on_beat()
         except KubeApiError as err:
@@ -97,23 +134,28 @@ class NodeHeartbeat:
 
     async def _renew_lease(self, now: float) -> None:
         lease = lease_manifest(self._name, self._uid, now)
-        try:
-            current = await self._kube.request("GET", f"{LEASES}/{self._name}")
-        except KubeApiError as err:
-            if err.not_found:
-                await self._create_lease(lease)
-            else:
-                self._log.warning("Cannot read the node Lease", err=str(err))
-            return
+        current = self._lease
+        if current is None:
+            try:
+                current = await self._kube.request("GET", f"{LEASES}/{self._name}", executor=HEARTBEAT_THREADS)
+            except KubeApiError as err:
+                if err.not_found:
+                    await self._create_lease(lease)
+                else:
+                    self._log.warning("Cannot read the node Lease", err=str(err))
+                return
         renewed: dict[str, Any] = {**current, "spec": {**current.get("spec", {}), **lease["spec"]}}
         try:
-            await self._kube.request("PUT", f"{LEASES}/{self._name}", body=renewed)
+            self._lease = await self._kube.request(
+                "PUT", f"{LEASES}/{self._name}", body=renewed, executor=HEARTBEAT_THREADS
+            )
         except KubeApiError as err:
+            self._lease = None  # read it again next time (a conflict: someone else wrote it)
             self._log.warning("Cannot renew the node Lease", err=str(err))
 
     async def _create_lease(self, lease: dict[str, Any]) -> None:
         try:
-            await self._kube.request("POST", LEASES, body=lease)
+            self._lease = await self._kube.request("POST", LEASES, body=lease, executor=HEARTBEAT_THREADS)
         except KubeApiError as err:
             if err.not_found:  # the Lease kind itself is missing, as on the embedded API server
                 self._leases = False
@@ -122,3 +164,11 @@ class NodeHeartbeat:
                 )
             else:
                 self._log.warning("Cannot create the node Lease", err=str(err))
+
+
+def _without_heartbeats(status: dict[str, Any]) -> Any:
+    """The status less its conditions' heartbeat times: what a change of the node's state is judged on."""
+    said = copy.deepcopy(status)
+    for condition in said.get("conditions", ()):
+        condition.pop("lastHeartbeatTime", None)
+    return said

@@ -14,6 +14,9 @@ from kubelet_dra import __version__
 
 HEARTBEAT_PERIOD = 10.0
 """The kubelet's ``nodeStatusUpdateFrequency`` and Lease renew interval (a quarter of its 40 s duration)."""
+STATUS_REPORT_PERIOD = 300.0
+"""The kubelet's ``nodeStatusReportFrequency``: where Leases are the heartbeat, an unchanged status is posted this
+often (a changed one at once)."""
 LEASE_DURATION_SECONDS = 40
 LEASE_NAMESPACE = "kube-node-lease"
 CONDITIONS = (

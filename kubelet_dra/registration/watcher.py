@@ -4,21 +4,22 @@ Rules are the kubelet's (SPEC.md §2.2): at start the directory tree is walked (
 directories included) and every socket in it counts as created; at run time a created or
 moved-in socket is added (never when its name starts with a dot), a created directory is
 walked, a removed path is dropped, and a socket moved *out* is ignored, so it stays registered.
-Nothing polls: the event loop wakes only when the kernel reports a change.
+Nothing polls: the event loop wakes only when the kernel reports a change. Every watcher of a
+process shares one inotify instance (``inotify.InotifyHub``), so a thousand nodes need no sysctl.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from asyncinotify import Event, Inotify, Mask
+from asyncinotify import Event, Mask, Watch
 
 from kubelet_dra.errors import ConfigError
 from kubelet_dra.log import Logger
+from kubelet_dra.registration.inotify import InotifyHub, limit_error
 from kubelet_dra.registration.state import DesiredStateOfWorld
 
 WATCH_MASK = Mask.CREATE | Mask.MOVED_TO | Mask.DELETE | Mask.DELETE_SELF | Mask.MOVED_FROM
@@ -54,42 +55,40 @@ class PluginWatcher:
         self._desired = desired
         self._log = log
         self._on_ignored = on_ignored
-        self._inotify: Inotify | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._hub: InotifyHub | None = None
+        self._watches: list[Watch] = []
 
     async def start(self) -> None:
         """Create and watch the directory, register what is already there, then follow changes."""
         self._log.info("Plugin Watcher Start", path=self.path)
         try:
             os.makedirs(self.path, REGISTRY_DIR_MODE, exist_ok=True)
-            self._inotify = Inotify()
-            self._inotify.add_watch(self.path, WATCH_MASK)
+            self._hub = InotifyHub.shared()
+            self._watch(self.path)
             self._traverse(self.path)
         except (OSError, _WalkAborted) as err:
-            self._close_inotify()
+            self._release()
+            cause = err.__cause__ if isinstance(err, _WalkAborted) else err
+            if isinstance(cause, OSError) and (limit := limit_error(cause, self.path)) is not None:
+                raise limit from err
             raise ConfigError(
                 f"cannot watch the plugin registry directory: {err}",
                 where=self.path,
                 fix="pass a --registry-dir this user can create and read",
             ) from err
-        self._task = asyncio.create_task(self._follow(), name="plugin watcher")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.wait([self._task])
-            self._task = None
-        self._close_inotify()
+        self._release()
 
-    def _close_inotify(self) -> None:
-        if self._inotify is not None:
-            self._inotify.close()
-            self._inotify = None
+    def _watch(self, directory: str) -> None:
+        assert self._hub is not None
+        self._watches.append(self._hub.add_watch(directory, WATCH_MASK, self._handle))
 
-    async def _follow(self) -> None:
-        assert self._inotify is not None
-        async for event in self._inotify:
-            self._handle(event)
+    def _release(self) -> None:
+        if self._hub is not None:
+            self._hub.release(self._watches, self._handle)
+            self._hub = None
+            self._watches = []
 
     def _handle(self, event: Event) -> None:
         if Mask.Q_OVERFLOW in event.mask:
@@ -139,9 +138,8 @@ class PluginWatcher:
         aborts the rest of the walk (``_WalkAborted``); other unreadable entries are skipped.
         """
         if directory != self.path:
-            assert self._inotify is not None
             try:
-                self._inotify.add_watch(directory, WATCH_MASK)
+                self._watch(directory)
             except OSError as err:
                 raise _WalkAborted(f"failed to watch {directory}, err: {err.strerror}") from err
         try:

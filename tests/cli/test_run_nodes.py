@@ -1,9 +1,10 @@
-"""``kubelet-dra run --nodes``: many simulated nodes in one process, each with its own driver process.
+"""``kubelet-dra run --nodes``: many simulated nodes in one process, each with its own driver.
 
-One process runs the embedded API server and three nodes; each node starts its own reference
-driver from the command template. The offline control plane (its own process) generates and
-allocates a claim for one pod per node; each node prepares its pod's claim through its own driver,
-reports it Running, and unprepares it on deletion. The tally line and the final table say so.
+One process runs the embedded API server and three nodes; one reference driver process serves all
+three, each node with its own sockets, slices, CDI dir and fault knobs. The offline control plane
+(its own process) generates and allocates a claim for one pod per node; each node prepares its pod's
+claim through its own driver, reports it Running, and unprepares it on deletion. The tally line and
+the final table say so.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from pathlib import Path
 import pytest
 from helpers import eventually, kubelet_dra
 
+from kubelet_dra.driver import control
+from kubelet_dra.driver.settings import CONTROL_SOCKET
 from kubelet_dra.kube.client import KubeClient
 from kubelet_dra.testbed import manifests, objects
 
@@ -95,10 +98,31 @@ async def fleet(short_dir: Path) -> AsyncIterator[tuple[Fleet, KubeClient]]:
             await running.stop()
 
 
+def driver_processes(pid: int) -> list[str]:
+    """The command lines of the driver processes ``pid`` started."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            words = Path(f"/proc/{child}/cmdline").read_text().split("\0")
+            if "driver" in words:
+                found.append(" ".join(words))
+    return found
+
+
 async def test_each_node_prepares_its_pod_through_its_own_driver(
     fleet: tuple[Fleet, KubeClient], short_dir: Path
 ) -> None:
     running, kube = fleet
+    [command] = driver_processes(running.proc.pid)
+    assert "--nodes sim-0,sim-1,sim-2" in command, command
+    sockets = {node: short_dir / "nodes" / node / "plugins" / "gpu" / CONTROL_SOCKET for node in NODES}
+    knobs = await control.request(sockets["sim-1"], {"op": "set", "knobs": {"notify-error": "boom"}})
+    assert knobs["knobs"] == {"notify-error": "boom"}
+    for node in ("sim-0", "sim-2"):  # each node's knobs are its own
+        assert (await control.request(sockets[node], {"op": "get"}))["knobs"] == {}
+    status = (await control.request(sockets["sim-2"], {"op": "status"}))["status"]
+    assert status["node"] == "sim-2" and status["registration"]["registered"], status
+    await control.request(sockets["sim-1"], {"op": "clear", "knobs": []})
     await objects.apply(kube, manifests.device_class(DRIVER))
     await objects.apply(kube, manifests.claim_template("one-gpu", DRIVER))
     for node in NODES:
@@ -154,6 +178,8 @@ async def test_each_node_prepares_its_pod_through_its_own_driver(
         (("--nodes", "a,b", "--registry-dir", "/tmp"), "--registry-dir belongs to one node"),
         (("--nodes", "a,b", "--driver-cmd", "driver {nodes}"), "unknown placeholder {nodes}"),
         (("--node-name", "a", "--driver-name", "x.example.com"), "--driver-name without a driver to start"),
+        (("--nodes", "a,b", "--devices", "2"), "--devices is the reference driver's"),
+        (("--nodes", "a,b", "--reference-driver", "g.example.com", "--devices", "-1"), "cannot have -1 devices"),
     ],
 )
 async def test_bad_node_flags_are_usage_errors(flags: tuple[str, ...], message: str) -> None:

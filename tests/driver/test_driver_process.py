@@ -159,3 +159,22 @@ def test_bad_input_exits_2_with_a_clear_message(
     _, stderr = process.communicate(timeout=20)
     assert process.returncode == 2
     assert message in stderr
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--node-name", "a"], "--node-name names one node, and --nodes many"),
+        (["--registry-dir", "REG"], "--registry-dir must hold {node} when the driver serves many nodes"),
+        (["--registry-dir", "REG/{node}", "--plugin-dir", "/p"], "--plugin-dir must hold {node}"),
+        (["--registry-dir", "REG/{node}", "--plugin-dir", "/p/{node}"], "--cdi-root must hold {node}"),
+    ],
+)
+def test_many_nodes_in_one_driver_process_need_a_dir_of_their_own_each(
+    env: Env, extra: list[str], message: str
+) -> None:
+    args = [arg.replace("REG", str(env.registry_dir)) for arg in extra]
+    process = env.process("--driver-name", env.driver, "--nodes", "a,b", *args)
+    _, stderr = process.communicate(timeout=20)
+    assert process.returncode == 2
+    assert message in stderr and "Traceback" not in stderr, stderr

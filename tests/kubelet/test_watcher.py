@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -146,3 +149,82 @@ def current_umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def inotify_instances() -> int:
+    """This process's open inotify instances, as the kernel counts them against fs.inotify.max_user_instances."""
+    found = 0
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # the listing's own descriptor is gone by now
+            found += os.readlink(f"/proc/self/fd/{fd}") == "anon_inode:inotify"
+    return found
+
+
+async def test_watchers_of_many_registry_dirs_share_one_inotify_instance_and_see_only_their_own(tmp: Path):
+    before = inotify_instances()
+    # more watchers than the kernel's default instances per user (128): one instance each would fail
+    fleet = [Watched(tmp / f"node-{index}" / "plugins_registry") for index in range(150)]
+    for w in fleet:
+        await w.watcher.start()
+    try:
+        assert inotify_instances() - before == 1
+        make_socket(tmp / "node-7" / "plugins_registry" / "a.sock")
+        make_socket(tmp / "node-149" / "plugins_registry" / "sub" / "b.sock")
+        await fleet[7].until(lambda: fleet[7].paths() == {str(tmp / "node-7" / "plugins_registry" / "a.sock")})
+        sub = str(tmp / "node-149" / "plugins_registry" / "sub" / "b.sock")
+        await fleet[149].until(lambda: fleet[149].paths() == {sub})
+        await fleet[0].quiet()
+        assert [index for index, w in enumerate(fleet) if w.paths()] == [7, 149]
+        await fleet[7].watcher.stop()  # one node stops: the others still hear their dirs
+        make_socket(tmp / "node-8" / "plugins_registry" / "c.sock")
+        await fleet[8].until(lambda: len(fleet[8].paths()) == 1)
+    finally:
+        for w in fleet:
+            await w.watcher.stop()
+    assert inotify_instances() == before
+
+
+async def test_two_watchers_of_one_dir_both_hear_it_until_each_stops(registry: Path):
+    registry.mkdir(parents=True, exist_ok=True)
+    first, second = Watched(registry), Watched(registry)
+    await first.watcher.start()
+    await second.watcher.start()
+    try:
+        await first.watcher.stop()
+        make_socket(registry / "a.sock")
+        await second.until(lambda: second.paths() == {str(registry / "a.sock")})
+        assert not first.paths()
+    finally:
+        await first.watcher.stop()
+        await second.watcher.stop()
+
+
+WITHOUT_DESCRIPTORS = """
+import asyncio, os, resource, sys
+from kubelet_dra.errors import ConfigError
+from kubelet_dra.log import get_logger
+from kubelet_dra.registration.state import DesiredStateOfWorld
+from kubelet_dra.registration.watcher import PluginWatcher
+
+async def main():
+    watcher = PluginWatcher(sys.argv[1], DesiredStateOfWorld(clock=lambda: 0.0), log=get_logger("test"))
+    highest = max(int(fd) for fd in os.listdir("/proc/self/fd"))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (highest + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    try:
+        await watcher.start()
+    except ConfigError as err:
+        print(err)
+
+asyncio.run(main())
+"""
+
+
+def test_a_watcher_out_of_descriptors_names_the_limit_and_its_fix_not_the_directory(tmp: Path):
+    registry = tmp / "plugins_registry"
+    registry.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_DESCRIPTORS, str(registry)], capture_output=True, text=True, timeout=60
+    )
+    message = done.stdout.strip()
+    assert "fs.inotify.max_user_instances" in message and "ulimit -n" in message, (message, done.stderr)
+    assert "Too many open files" in message and "--registry-dir" not in message

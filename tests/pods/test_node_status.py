@@ -55,15 +55,21 @@ async def test_resources_labels_and_taints_are_the_ones_asked_for(env: NodeEnv) 
     assert node["spec"]["taints"] == [taint]
 
 
-async def test_heartbeats_renew_the_ready_condition(env: NodeEnv) -> None:
+async def test_heartbeats_renew_the_lease_and_post_the_status_only_when_it_changes(env: NodeEnv) -> None:
+    lease_path = api_path("coordination.k8s.io", "v1", "leases", namespace="kube-node-lease", name=env.node_name)
     async with env.node(heartbeat_period=0.3) as node:
-        first = conditions(await get_node(env))["Ready"][1]
         assert node.heartbeat is not None
-        await node.wait_for(lambda: node.heartbeat.beats >= 4, timeout=10)
+        await node.wait_for(lambda: node.heartbeat.beats >= 2, timeout=10)
+        first_node, first_lease = await get_node(env), await env.kube.request("GET", lease_path)
+        beats = node.heartbeat.beats
+        await node.wait_for(lambda: node.heartbeat.beats >= beats + 4, timeout=10)
         await asyncio.sleep(0)
-        later = await get_node(env)
-    assert conditions(later)["Ready"][0] == "True"
-    assert conditions(later)["Ready"][1] > first, "lastHeartbeatTime moves on with every beat"
+        later_node, later_lease = await get_node(env), await env.kube.request("GET", lease_path)
+    assert later_lease["spec"]["renewTime"] > first_lease["spec"]["renewTime"], "each beat renews the Lease"
+    assert later_lease["spec"]["holderIdentity"] == env.node_name and later_lease["spec"]["leaseDurationSeconds"] == 40
+    # as a kubelet (nodeStatusReportFrequency 5 min): an unchanged status is not written again on every beat
+    assert later_node["metadata"]["resourceVersion"] == first_node["metadata"]["resourceVersion"]
+    assert conditions(later_node)["Ready"][0] == "True"
 
 
 async def test_an_existing_node_is_adopted_and_given_a_status(env: NodeEnv) -> None:

@@ -1,0 +1,30 @@
+"""The benchmarks' rows that need the real programs, at smoke size: the Go driver and the real kube-apiserver
+beside the real kubelet's own DRA manager, and a pod's whole path on a real control plane (real kubelet)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from benchsmoke import figures, missing
+from realk8s import real_kubelet_missing
+
+
+def test_the_manager_benchmark_runs_beside_the_real_kubelets_manager(interop_bin: Path) -> None:
+    found = figures(
+        "benchmarks/manager_bench.py", *("--cycles", "2", "--runs", "1", "--drivers", "example", "--apiservers", "real")
+    )
+    assert not missing(
+        found,
+        [
+            "cycle p50, Go example driver, real kube-apiserver 1.36.2, 1 claim(s), 1 at once",
+            "cycle p50 vs real kubelet 1.36.2",
+        ],
+    ), [figure["name"] for figure in found]
+
+
+def test_the_pod_path_benchmark_runs_on_the_real_kubelet_and_kubelet_dra(interop_bin: Path) -> None:
+    if reason := real_kubelet_missing():
+        pytest.skip(reason)
+    found = figures("-m", "benchmarks", "--smoke", "--only", "path")
+    assert not missing(found, ["create → Running, real kubelet", "delete → gone, real kubelet"]), found
