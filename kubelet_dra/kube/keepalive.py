@@ -25,7 +25,7 @@ from urllib.parse import urlencode, urlsplit
 import attrs
 from kubernetes.client import Configuration
 
-from kubelet_dra.errors import KubeletDRAError
+from kubelet_dra.errors import ConfigError, KubeletDRAError
 from kubelet_dra.kube import http1
 
 USER_AGENT = "kubelet-dra"
@@ -56,13 +56,30 @@ def ssl_context(configuration: Configuration) -> ssl.SSLContext | bool:
 
 @functools.lru_cache(maxsize=64)
 def _context(ca_file: str | None, verify: bool, cert_file: str | None, key_file: str | None) -> ssl.SSLContext:
-    """One context per set of TLS files: the nodes of one process share a CA store instead of loading one each."""
-    context = ssl.create_default_context(cafile=ca_file)
+    """One context per set of TLS files: the nodes of one process share a CA store instead of loading one each.
+
+    A file that holds no certificate (an empty ``ca.crt``, as a cluster without a root CA publishes) is the
+    user's to fix, named, rather than a traceback."""
+    try:
+        context = ssl.create_default_context(cafile=ca_file)
+    except ssl.SSLError as err:
+        raise ConfigError(
+            f"no CA certificate in the file: {err.reason or err}",
+            where=str(ca_file),
+            fix="give the API server's CA certificate in PEM (in a pod: the cluster's kube-root-ca.crt ConfigMap)",
+        ) from err
     if not verify:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     if cert_file:
-        context.load_cert_chain(cert_file, key_file)
+        try:
+            context.load_cert_chain(cert_file, key_file)
+        except ssl.SSLError as err:
+            raise ConfigError(
+                f"unusable client certificate or key: {err.reason or err}",
+                where=str(cert_file),
+                fix="give a PEM certificate and its key",
+            ) from err
     return context
 
 
