@@ -60,26 +60,22 @@ def _context(ca_file: str | None, verify: bool, cert_file: str | None, key_file:
 
     A file that holds no certificate (an empty ``ca.crt``, as a cluster without a root CA publishes) is the
     user's to fix, named, rather than a traceback."""
+    loading = ca_file
     try:
         context = ssl.create_default_context(cafile=ca_file)
+        if not verify:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if cert_file:
+            loading = cert_file
+            context.load_cert_chain(cert_file, key_file)
     except ssl.SSLError as err:
         raise ConfigError(
-            f"no CA certificate in the file: {err.reason or err}",
-            where=str(ca_file),
-            fix="give the API server's CA certificate in PEM (in a pod: the cluster's kube-root-ca.crt ConfigMap)",
+            f"no usable certificate in the file: {err.reason or err}",
+            where=str(loading),
+            fix="give the API server's CA certificate in PEM (in a pod: the cluster's kube-root-ca.crt ConfigMap),"
+            " and a client certificate with its key",
         ) from err
-    if not verify:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    if cert_file:
-        try:
-            context.load_cert_chain(cert_file, key_file)
-        except ssl.SSLError as err:
-            raise ConfigError(
-                f"unusable client certificate or key: {err.reason or err}",
-                where=str(cert_file),
-                fix="give a PEM certificate and its key",
-            ) from err
     return context
 
 

@@ -31,6 +31,6 @@ async def test_an_empty_ca_file_is_named_with_the_fix(tmp_path: Path) -> None:
         "run", "--node-name", "sim-1", "--kubeconfig", str(kubeconfig), "--registry-dir", str(tmp_path / "registry")
     )
     assert code == 2, err
-    assert f"{ca}: no CA certificate in the file" in err
+    assert f"{ca}: no usable certificate in the file" in err
     assert "kube-root-ca.crt" in err
     assert "Traceback" not in err
