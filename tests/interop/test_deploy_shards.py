@@ -104,6 +104,21 @@ def on_this_control_plane(documents: list[dict[str, Any]], plane: RealControlPla
     return documents
 
 
+def shard_users() -> set[str]:
+    """The user ids of the ``kubelet-dra run`` processes that containerd runs (in its cgroups, ``/k8s.io/…``)."""
+    users = set()
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            in_runtime = ":/k8s.io/" in (proc / "cgroup").read_text()
+            status = (proc / "status").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        if in_runtime and b"kubelet_dra" in argv and b"run" in argv:
+            users.add(next(line.split()[1] for line in status.splitlines() if line.startswith("Uid:")))
+    return users
+
+
 def ready(node: dict[str, Any]) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True" for c in node["status"].get("conditions", []))
 
@@ -132,6 +147,8 @@ async def test_two_shards_run_as_pods_and_their_nodes_are_ready_with_slices(
             assert pod["spec"]["nodeName"] == HOST  # placed by the real scheduler: the manifest names no node
             (status,) = pod["status"]["containerStatuses"]
             assert status["image"] == IMAGE and status["containerID"].startswith("containerd://"), status
+
+        assert shard_users() == {"65532"}  # the manifest's user, not root, in containerd's cgroups
 
         every = sorted(name for names in SHARDS.values() for name in names)
 
