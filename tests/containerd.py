@@ -171,14 +171,10 @@ def _serving(runtime: Containerd) -> bool:
 def _remove_containers(runtime: Containerd) -> None:
     """Kill what the kubelet left (a shim outlives containerd), so no process or mount survives the test."""
     with contextlib.suppress(subprocess.SubprocessError):
-        for task in runtime.ctr("tasks", "ls", "-q").stdout.split():
-            with contextlib.suppress(subprocess.SubprocessError):
-                runtime.ctr("tasks", "kill", "-s", "SIGKILL", task)
-            with contextlib.suppress(subprocess.SubprocessError):
-                runtime.ctr("tasks", "rm", "-f", task)
-        for container in runtime.ctr("containers", "ls", "-q").stdout.split():
-            with contextlib.suppress(subprocess.SubprocessError):
-                runtime.ctr("containers", "rm", container)
+        if tasks := runtime.ctr("tasks", "ls", "-q").stdout.split():
+            runtime.ctr("tasks", "rm", "--force", *tasks)  # SIGKILL, then delete
+        if containers := runtime.ctr("containers", "ls", "-q").stdout.split():
+            runtime.ctr("containers", "rm", *containers)
 
 
 def _unmount_below(directory: Path) -> None:
