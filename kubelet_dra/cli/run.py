@@ -10,8 +10,9 @@ checkpoint goes to ``--state-dir``, by default the registry dir's parent — whe
 kubelet's DRA metrics are served at ``/metrics``. Ctrl-C or SIGTERM stops it cleanly.
 
 With ``--nodes 'sim-{0..49}'`` it runs many nodes in this one process, each in its own dir under
-``--root-dir``; ``--driver-cmd`` starts one driver process per node, ``--reference-driver`` one
-reference driver process per 500 nodes (each node with its own sockets, slices, CDI dir and knobs);
+``--root-dir`` (``--shard 1/4`` keeps the second of four slices of the names, for one of four processes);
+``--driver-cmd`` starts one driver process per node, ``--reference-driver`` one reference driver process
+per 500 nodes (each node with its own sockets, slices, CDI dir and knobs);
 a table per node (drivers registered, pods, prepared claims, last error) shows how they fare.
 """
 
@@ -54,6 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATTERN",
         help="run many nodes in this process, named by a shell-like pattern: 'sim-{0..49}', 'gpu-{a,b}', 'n1,n2';"
         " a {node} in --kubeconfig gives each node its own credentials (e.g. kubeconfig-node-{node})",
+    )
+    parser.add_argument(
+        "--shard",
+        metavar="INDEX/COUNT",
+        help="with --nodes, run only shard INDEX (from 0) of COUNT contiguous slices of the names, so COUNT processes"
+        " or pods given the same pattern run each node once (e.g. 1/4)",
     )
     parser.add_argument(
         "--registry-dir",
@@ -159,6 +166,10 @@ def options(args: argparse.Namespace) -> NodeOptions:
             where="--metrics-port",
             fix="give 1-65535, or 0 for off",
         )
+    if args.shard is not None and args.nodes is None:
+        raise UsageError(
+            "--shard splits the names of --nodes", where="--shard", fix="give --nodes too, or leave --shard out"
+        )
     if args.nodes is not None:
         one_node = {
             "--registry-dir": args.registry_dir,
@@ -219,7 +230,7 @@ def layouts(args: argparse.Namespace) -> list[NodeLayout]:
         registry = Path(args.registry_dir).absolute()
         root = Path(args.state_dir).absolute() if args.state_dir else registry.parent
         return [NodeLayout(args.node_name, root, registry)]
-    names = expand(args.nodes) if args.nodes is not None else [args.node_name]
+    names = expand(args.nodes, args.shard) if args.nodes is not None else [args.node_name]
     root_dir = Path(args.root_dir) if args.root_dir else Path(tempfile.mkdtemp(prefix="kubelet-dra-nodes-", dir="/tmp"))
     return [NodeLayout.under(root_dir, name) for name in names]
 

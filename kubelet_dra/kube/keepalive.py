@@ -25,7 +25,7 @@ from urllib.parse import urlencode, urlsplit
 import attrs
 from kubernetes.client import Configuration
 
-from kubelet_dra.errors import KubeletDRAError
+from kubelet_dra.errors import ConfigError, KubeletDRAError
 from kubelet_dra.kube import http1
 
 USER_AGENT = "kubelet-dra"
@@ -56,13 +56,26 @@ def ssl_context(configuration: Configuration) -> ssl.SSLContext | bool:
 
 @functools.lru_cache(maxsize=64)
 def _context(ca_file: str | None, verify: bool, cert_file: str | None, key_file: str | None) -> ssl.SSLContext:
-    """One context per set of TLS files: the nodes of one process share a CA store instead of loading one each."""
-    context = ssl.create_default_context(cafile=ca_file)
-    if not verify:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    if cert_file:
-        context.load_cert_chain(cert_file, key_file)
+    """One context per set of TLS files: the nodes of one process share a CA store instead of loading one each.
+
+    A file that holds no certificate (an empty ``ca.crt``, as a cluster without a root CA publishes) is the
+    user's to fix, named, rather than a traceback."""
+    loading = ca_file
+    try:
+        context = ssl.create_default_context(cafile=ca_file)
+        if not verify:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if cert_file:
+            loading = cert_file
+            context.load_cert_chain(cert_file, key_file)
+    except ssl.SSLError as err:
+        raise ConfigError(
+            f"no usable certificate in the file: {err.reason or err}",
+            where=str(loading),
+            fix="give the API server's CA certificate in PEM (in a pod: the cluster's kube-root-ca.crt ConfigMap),"
+            " and a client certificate with its key",
+        ) from err
     return context
 
 

@@ -180,6 +180,8 @@ async def test_each_node_prepares_its_pod_through_its_own_driver(
         (("--node-name", "a", "--driver-name", "x.example.com"), "--driver-name without a driver to start"),
         (("--nodes", "a,b", "--devices", "2"), "--devices is the reference driver's"),
         (("--nodes", "a,b", "--reference-driver", "g.example.com", "--devices", "-1"), "cannot have -1 devices"),
+        (("--nodes", "a,b", "--shard", "2/2"), "--shard: shard 2 of 2 does not exist"),
+        (("--node-name", "a", "--shard", "0/2"), "--shard splits the names of --nodes"),
     ],
 )
 async def test_bad_node_flags_are_usage_errors(flags: tuple[str, ...], message: str) -> None:
@@ -189,17 +191,23 @@ async def test_bad_node_flags_are_usage_errors(flags: tuple[str, ...], message: 
     assert "Traceback" not in err
 
 
-async def test_the_final_table_is_json_with_output_json(short_dir: Path) -> None:
+@pytest.mark.parametrize(
+    ("flags", "names"),
+    [(("--nodes", "a,b"), ["a", "b"]), (("--nodes", "n{0..5}", "--shard", "1/3"), ["n2", "n3"])],
+)
+async def test_the_final_table_is_json_with_output_json(
+    short_dir: Path, flags: tuple[str, ...], names: list[str]
+) -> None:
     proc = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "kubelet_dra", "--output", "json", "run", "--nodes", "a,b"),
+        *(sys.executable, "-m", "kubelet_dra", "--output", "json", "run", *flags),
         *("--root-dir", str(short_dir / "nodes"), "--kubeconfig-out", str(short_dir / "kubeconfig")),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    await eventually(lambda: (short_dir / "nodes" / "b" / "plugins_registry").is_dir(), timeout=30)
+    await eventually(lambda: (short_dir / "nodes" / names[-1] / "plugins_registry").is_dir(), timeout=30)
     proc.terminate()
     out, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 0, err.decode()
     rows = json.loads(out)
-    assert [row["name"] for row in rows] == ["a", "b"]
+    assert [row["name"] for row in rows] == names
     assert all(row["drivers"] == [] and row["last_error"] == "" for row in rows)

@@ -1,7 +1,8 @@
 """``deploy/`` and node credentials against a real kube-apiserver 1.36: the manifests are accepted, the pod's
 service account may do a node's and a driver's work and not much else, and credentials that cannot do a node's
 work are refused as the node starts, with each missing permission named (``test_real_cluster_node`` proves
-the roles enough, running a node and a driver on them)."""
+the roles enough, running a node and a driver on them; ``test_deploy_shards`` runs the manifests as pods of a
+real node)."""
 
 from __future__ import annotations
 
