@@ -17,6 +17,7 @@ import attrs
 from kubelet_dra.controlplane.cluster import pod_claim_names, pod_claims_created
 from kubelet_dra.errors import UsageError
 from kubelet_dra.kube.client import KubeClient
+from kubelet_dra.node import NodeOptions
 from kubelet_dra.plugins import PluginMap
 from kubelet_dra.realnode import RealTestbed
 from kubelet_dra.scenarios.model import Condition, Scenario, Step
@@ -138,6 +139,22 @@ def on_real_kubelet(scenario: Scenario) -> Scenario:
         return attrs.evolve(original, timeout=original.timeout + extra, conditions=conditions)
 
     return attrs.evolve(scenario, steps=tuple(step(original) for original in scenario.steps))
+
+
+KUBELET_CLOCK = ("wiping_delay", "call_timeout", "reconcile_period", "pod_retry_period", "pod_resync_period")
+"""The simulated node's options a scenario's ``timing`` shortens; their defaults are the real kubelet's constants."""
+
+
+def on_kubelet_clock(scenario: Scenario) -> Scenario:
+    """``scenario`` as kubelet-dra replays it beside the real kubelet on one clock: the real kubelet's constants in
+    place of the file's timing (wiping delay, call timeout, reconcile period, pod-worker back-off and resync, the
+    plugin manager's 1 s reconcile loop) and the deadlines the real kubelet gets (``on_real_kubelet``), so both
+    nodes see the same world at each step."""
+    real = NodeOptions()
+    constants = {field: getattr(real, field) for field in KUBELET_CLOCK}
+    extended = on_real_kubelet(scenario)
+    options = attrs.evolve(scenario.node.options, kubelet_timing=True, **constants)
+    return attrs.evolve(extended, node=attrs.evolve(extended.node, options=options))
 
 
 REGISTRATION_WAIT = 10.0

@@ -73,6 +73,7 @@ async def test_the_library_files_it_accepts_validate(kubelet_136: str):
     ("flags", "wanted"),
     [
         (["--cri-cmd", CRI], "--cri-cmd, --kubeconfig and --compare go with --real-kubelet"),
+        (["--real-kubelet", "KUBELET", "--cri-cmd", CRI, "--timing", "file"], "--timing goes with --compare"),
         (["--real-kubelet", "KUBELET"], "--real-kubelet needs --cri-cmd"),
         (["--real-kubelet", "/nonexistent/kubelet", "--cri-cmd", CRI], "is not an executable file"),
         (["--real-kubelet", "KUBELET", "--cri-cmd", "fake-cri -listen unix:///tmp/x.sock"], "has no {cri_socket}"),
@@ -100,3 +101,15 @@ def test_a_hold_that_outlasts_the_wiping_delay_outlasts_the_real_one():
     wiped = load(str(LIBRARY / "slices-wiped-after-plugin-stops.yaml"))  # wipingDelay 2s, hold 1s
     waiting = next(c for step in realkubelet.on_real_kubelet(wiped).steps for c in step.conditions if c.hold)
     assert (waiting.name, waiting.hold) == ("slices kept while the wipe waits", 1.0)
+
+
+def test_one_clock_gives_kubelet_dra_the_real_constants_and_the_real_deadlines():
+    """``--compare``'s default: the file's 300 ms retries and 2 s wiping delay become the real kubelet's, and every
+    deadline is the one the real kubelet's replay gets."""
+    scenario = load(str(LIBRARY / "pod-lifecycle.yaml"))
+    ours = realkubelet.on_kubelet_clock(scenario)
+    options = ours.node.options
+    assert (options.wiping_delay, options.call_timeout, options.reconcile_period) == (30.0, 45.0, 60.0)
+    assert (options.pod_retry_period, options.pod_resync_period, options.kubelet_timing) == (10.0, 60.0, True)
+    assert ours.steps == realkubelet.on_real_kubelet(scenario).steps
+    assert options.release == scenario.node.options.release
