@@ -42,11 +42,6 @@ REFUSED_CHECKS = {
     "wipe": "reads the simulated node's pending ResourceSlice wipes (a slices expectation says what is seen)",
     "diagnosis": "reads the simulated node's registration diagnosis",
 }
-KILL = (
-    "is not seen by the kubelet: it holds its service connection to the tap, which stays up, so no wipe is armed"
-    " and the driver stays usable until a call fails"
-)
-SERVICE_SOCKET = "is not seen by the kubelet: the tap between them serves the kubelet its own service socket"
 REFUSED_KEYS = {
     ("restartNode", "kubeletVersion"): "changes the simulated node's release (a real kubelet is one binary)",
     ("restartNode", "featureGates"): "changes the simulated node's feature gates",
@@ -72,10 +67,6 @@ def refusals(scenario: Scenario, release: str) -> list[str]:
         where = f"{scenario.path}:{step.where.line}"
         if step.action in REFUSED_ACTIONS:
             found.append(f"{where}: step {step.action} {REFUSED_ACTIONS[step.action]}")
-        if step.action == "kill":
-            found.append(f"{where}: step kill of driver {step.args} {KILL}")
-        if step.action in ("removeSocket", "restoreSocket") and step.args.get("socket") == "service":
-            found.append(f"{where}: step {step.action} of the service socket {SERVICE_SOCKET}")
         if isinstance(step.args, dict):
             found += [
                 f"{where}: step {step.action} with {key} {why}"
