@@ -40,7 +40,9 @@ def run(
             if text:
                 output.console().print(f"[bold]{escape(scenario.name)}[/bold] [dim]({escape(scenario.path)})[/dim]")
             options = ReplayOptions(faults=overrides, keep=args.keep)
-            comparison = asyncio.run(replay_both(scenario, real, options, release_name=release_name))
+            comparison = asyncio.run(
+                replay_both(scenario, real, options, release_name=release_name, timing=args.timing)
+            )
             comparisons.append(comparison)
             if text:
                 _print(comparison)

@@ -12,6 +12,7 @@ from rich.markup import escape
 from kubelet_dra.cli import compare, nodeflags, output
 from kubelet_dra.cli.command import Command
 from kubelet_dra.errors import UsageError
+from kubelet_dra.fidelity.both import KUBELET_TIMING, TIMINGS
 from kubelet_dra.realnode import RealKubeletOptions
 from kubelet_dra.release import release
 from kubelet_dra.scenarios import realkubelet, report
@@ -67,6 +68,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --real-kubelet: replay each file on kubelet-dra and on the real kubelet and compare their calls,"
         " pod statuses, events, slices and checkpoints (docs/replay.md, 'Both nodes compared')",
     )
+    real.add_argument(
+        "--timing",
+        choices=TIMINGS,
+        help="with --compare: 'kubelet' (default) runs kubelet-dra on the real kubelet's constants and deadlines,"
+        " one clock for both; 'file' runs it on the file's timing block, faster, but background work (wipes,"
+        " retries, health messages) can differ between the sides",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
             output.console().print(f"{len(scenarios)} scenario file(s) are valid")
         return 0
     if args.compare:
+        args.timing = args.timing or KUBELET_TIMING
         return compare.run(args, scenarios, [_present(faults, scenario) for scenario in scenarios], real)
     text = args.output == "text"
     with output.quiet_logs(args.verbosity):
@@ -100,11 +109,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _real_kubelet(args: argparse.Namespace, scenarios: list[Scenario]) -> RealKubeletOptions | None:
     """The real kubelet's options, once every scenario is known to be replayable on it."""
+    if args.real_kubelet is None and (args.cri_cmd or args.kubeconfig or args.compare):
+        raise UsageError(
+            "--cri-cmd, --kubeconfig and --compare go with --real-kubelet", fix="add --real-kubelet KUBELET"
+        )
+    if args.timing and not args.compare:
+        raise UsageError("--timing goes with --compare", fix="add --compare, or leave --timing out")
     if args.real_kubelet is None:
-        if args.cri_cmd or args.kubeconfig or args.compare:
-            raise UsageError(
-                "--cri-cmd, --kubeconfig and --compare go with --real-kubelet", fix="add --real-kubelet KUBELET"
-            )
         return None
     if not args.cri_cmd:
         raise UsageError("--real-kubelet needs --cri-cmd", fix="e.g. --cri-cmd 'fake-cri -listen unix://{cri_socket}'")

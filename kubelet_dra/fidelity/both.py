@@ -14,12 +14,20 @@ import attrs
 
 from kubelet_dra.fidelity.columns import Trace
 from kubelet_dra.fidelity.compare import DIFFERS, ColumnResult, compare
+from kubelet_dra.fidelity.settle import bound
 from kubelet_dra.fidelity.trace import Tracer
 from kubelet_dra.realnode import RealKubeletOptions
 from kubelet_dra.release import release
+from kubelet_dra.scenarios import realkubelet
 from kubelet_dra.scenarios.model import Scenario
 from kubelet_dra.scenarios.report import to_json
 from kubelet_dra.scenarios.runner import ReplayOptions, ScenarioResult, replay
+
+KUBELET_TIMING = "kubelet"
+"""One clock: kubelet-dra runs with the real kubelet's constants and deadlines (the default)."""
+FILE_TIMING = "file"
+"""The faster mode: kubelet-dra runs with the file's ``timing``; background work differs between the sides."""
+TIMINGS = (KUBELET_TIMING, FILE_TIMING)
 
 
 @attrs.frozen
@@ -49,14 +57,21 @@ class Comparison:
 
 
 async def replay_both(
-    scenario: Scenario, real: RealKubeletOptions, options: ReplayOptions, *, release_name: str
+    scenario: Scenario,
+    real: RealKubeletOptions,
+    options: ReplayOptions,
+    *,
+    release_name: str,
+    timing: str = KUBELET_TIMING,
 ) -> Comparison:
-    """Replay ``scenario`` on kubelet-dra as kubelet ``release_name``, then on ``real``; compare the traces."""
-    simulated_tracer, real_tracer = Tracer(), Tracer()
-    simulated = await replay(
-        scenario.on(release(release_name)),
-        attrs.evolve(options, real_kubelet=None, observe=simulated_tracer.observe),
-    )
+    """Replay ``scenario`` on kubelet-dra as kubelet ``release_name``, then on ``real``; compare the traces, each
+    ending at the node's settled point after the last step. ``timing``: whose clock kubelet-dra runs on."""
+    ours = scenario.on(release(release_name))
+    if timing == KUBELET_TIMING:
+        ours = realkubelet.on_kubelet_clock(ours)
+    simulated_tracer = Tracer(settle=bound(ours.node.options.wiping_delay))
+    real_tracer = Tracer(settle=bound(realkubelet.REAL_TIMING["wiping_delay"][1]))
+    simulated = await replay(ours, attrs.evolve(options, real_kubelet=None, observe=simulated_tracer.observe))
     on_real = await replay(scenario, attrs.evolve(options, real_kubelet=real, observe=real_tracer.observe))
     return Comparison(
         simulated,

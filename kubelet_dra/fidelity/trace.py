@@ -1,4 +1,4 @@
-"""Tracing a replay: the API server watched from staging to the last step, then the calls and the checkpoint.
+"""Tracing a replay: the API server watched from staging to the settled end, then the calls and the checkpoint.
 
 ``Tracer.observe`` is the replay's observer (``ReplayOptions.observe``): it works on either
 testbed, since both show the node from outside the same way (the API server, a call record, the
@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 
 from kubelet_dra.fidelity import columns
 from kubelet_dra.fidelity.columns import Trace
+from kubelet_dra.fidelity.settle import settle
 from kubelet_dra.fidelity.watch import ApiWatch
 from kubelet_dra.manager.checkpoint import Checkpoint, ClaimInfoState, decode, read_bytes
 from kubelet_dra.testbed import Testbed
@@ -24,16 +25,22 @@ def checkpoint_entries(bed: Testbed) -> list[ClaimInfoState]:
 
 
 class Tracer:
-    """Observe one replay; afterwards :attr:`trace` holds its five columns (empty when it could not be staged)."""
+    """Observe one replay; afterwards :attr:`trace` holds its five columns (empty when it could not be staged).
 
-    def __init__(self) -> None:
+    With ``settle`` (seconds), the trace goes on after the last step until the node settled, at most that long
+    (``kubelet_dra.fidelity.settle``)."""
+
+    def __init__(self, settle: float = 0.0) -> None:
         self.trace = Trace.from_json({})
+        self.settle = settle
 
     @contextlib.asynccontextmanager
     async def observe(self, bed: Testbed) -> AsyncIterator[None]:
         watch = ApiWatch(bed.kube)
         async with watch:
             yield
+            if self.settle:
+                await settle(bed, watch, self.settle)
         # the watches have settled; the node and its drivers still run
         labels = columns.claim_labels(watch.seen("claims"))
         self.trace = Trace(

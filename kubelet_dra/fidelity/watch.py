@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from types import TracebackType
 from typing import Any
 
@@ -53,6 +54,8 @@ class ApiWatch:
         self._listed: dict[str, asyncio.Event] = {kind: asyncio.Event() for kind in WATCHED}
         self._tasks: list[asyncio.Task[None]] = []
         self._log = get_logger("fidelity")
+        self.last_change = time.monotonic()
+        """When the last sighting of any kind came (monotonic seconds): how long the API server has been quiet."""
 
     def seen(self, kind: str) -> list[Sighting]:
         return list(self._seen[kind])
@@ -78,11 +81,13 @@ class ApiWatch:
         if deleted:
             if versions.pop(key, None) is not None:
                 self._seen[kind].append(Sighting(key, None))
+                self.last_change = time.monotonic()
             return
         version = str((obj.get("metadata") or {}).get("resourceVersion", ""))
         if versions.get(key) != version:
             versions[key] = version
             self._seen[kind].append(Sighting(key, obj))
+            self.last_change = time.monotonic()
 
     async def _follow(self, kind: str) -> None:
         path = WATCHED[kind]

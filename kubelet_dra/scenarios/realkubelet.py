@@ -17,6 +17,7 @@ import attrs
 from kubelet_dra.controlplane.cluster import pod_claim_names, pod_claims_created
 from kubelet_dra.errors import UsageError
 from kubelet_dra.kube.client import KubeClient
+from kubelet_dra.node import NodeOptions
 from kubelet_dra.plugins import PluginMap
 from kubelet_dra.realnode import RealTestbed
 from kubelet_dra.scenarios.model import Condition, Scenario, Step
@@ -41,11 +42,6 @@ REFUSED_CHECKS = {
     "wipe": "reads the simulated node's pending ResourceSlice wipes (a slices expectation says what is seen)",
     "diagnosis": "reads the simulated node's registration diagnosis",
 }
-KILL = (
-    "is not seen by the kubelet: it holds its service connection to the tap, which stays up, so no wipe is armed"
-    " and the driver stays usable until a call fails"
-)
-SERVICE_SOCKET = "is not seen by the kubelet: the tap between them serves the kubelet its own service socket"
 REFUSED_KEYS = {
     ("restartNode", "kubeletVersion"): "changes the simulated node's release (a real kubelet is one binary)",
     ("restartNode", "featureGates"): "changes the simulated node's feature gates",
@@ -71,10 +67,6 @@ def refusals(scenario: Scenario, release: str) -> list[str]:
         where = f"{scenario.path}:{step.where.line}"
         if step.action in REFUSED_ACTIONS:
             found.append(f"{where}: step {step.action} {REFUSED_ACTIONS[step.action]}")
-        if step.action == "kill":
-            found.append(f"{where}: step kill of driver {step.args} {KILL}")
-        if step.action in ("removeSocket", "restoreSocket") and step.args.get("socket") == "service":
-            found.append(f"{where}: step {step.action} of the service socket {SERVICE_SOCKET}")
         if isinstance(step.args, dict):
             found += [
                 f"{where}: step {step.action} with {key} {why}"
@@ -138,6 +130,22 @@ def on_real_kubelet(scenario: Scenario) -> Scenario:
         return attrs.evolve(original, timeout=original.timeout + extra, conditions=conditions)
 
     return attrs.evolve(scenario, steps=tuple(step(original) for original in scenario.steps))
+
+
+KUBELET_CLOCK = ("wiping_delay", "call_timeout", "reconcile_period", "pod_retry_period", "pod_resync_period")
+"""The simulated node's options a scenario's ``timing`` shortens; their defaults are the real kubelet's constants."""
+
+
+def on_kubelet_clock(scenario: Scenario) -> Scenario:
+    """``scenario`` as kubelet-dra replays it beside the real kubelet on one clock: the real kubelet's constants in
+    place of the file's timing (wiping delay, call timeout, reconcile period, pod-worker back-off and resync, the
+    plugin manager's 1 s reconcile loop) and the deadlines the real kubelet gets (``on_real_kubelet``), so both
+    nodes see the same world at each step."""
+    real = NodeOptions()
+    constants = {field: getattr(real, field) for field in KUBELET_CLOCK}
+    extended = on_real_kubelet(scenario)
+    options = attrs.evolve(scenario.node.options, kubelet_timing=True, **constants)
+    return attrs.evolve(extended, node=attrs.evolve(extended.node, options=options))
 
 
 REGISTRATION_WAIT = 10.0

@@ -178,22 +178,33 @@ async def _stage(ctx: Context) -> None:
 
 
 async def _drivers_ready(ctx: Context, names: list[str]) -> None:
-    """Wait (up to ``REGISTRATION_WAIT`` each) until the node registered the drivers, or a registration failed (a
-    scenario's fault: its retries' timing is the point), then until the registered ones published their devices:
-    on either node the first pod must not race its drivers' start (a claim allocated before its devices are
-    published fails scheduling first; a pod synced before its driver registered fails to prepare)."""
+    """Wait (up to ``REGISTRATION_WAIT``) until the node concluded each driver's registration handshake, either
+    way (a failure is a scenario's fault: its retries' timing is the point), then until the registered ones
+    published their devices: on either node the first pod must not race its drivers' start (a claim allocated
+    before its devices are published fails scheduling first; a pod synced before its driver registered fails to
+    prepare).
+
+    Only the handshake is waited for, never the driver's connection: whether the node can reach the endpoint is
+    what a scenario observes, and its timers (the wiping delay of an unreachable driver) run from the handshake,
+    so a wait for the connection would eat the scenario's first seconds."""
     bed = ctx.bed
     if ctx.real is not None:
         await realkubelet.wait_registered(ctx.real, names)
         registered = {name for name in names if ctx.real.registered(name)}
     else:
 
+        def handshaken(name: str) -> bool:
+            return bool(bed.node.instances(name))
+
         async def settled() -> bool:
-            failed = any(state.phase == SocketPhase.BACKOFF for state in bed.node.registrations())
-            return failed or all(bed.usable(name) for name in names)
+            states = bed.node.registrations()
+            if any(state.phase == SocketPhase.IN_PROGRESS for state in states):
+                return False
+            failed = any(state.phase == SocketPhase.BACKOFF for state in states)
+            return failed or all(handshaken(name) for name in names)
 
         await _until(settled)
-        registered = {name for name in names if bed.usable(name)}
+        registered = {name for name in names if handshaken(name)}
 
     async def published() -> bool:
         slices = await objects.list_objects(bed.kube, "ResourceSlice")

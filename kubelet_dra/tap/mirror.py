@@ -3,29 +3,28 @@
 The mirror forwards both registration calls to the driver's own registration socket. The first
 ``GetInfo`` names the driver and its service endpoint: the tap starts serving a socket of its own
 that forwards to that endpoint and answers the kubelet with it in the endpoint's place, so every
-DRA call passes through the tap too. An empty or relative endpoint is left as the driver gave it,
+DRA call passes through the tap too; that socket is exactly as reachable as the driver's endpoint
+(``kubelet_dra.tap.reach``). An empty or relative endpoint is left as the driver gave it,
 so the kubelet judges it exactly as it would without the tap. Stopping the mirror removes both of
 its sockets: the kubelet then unregisters the driver as if the driver had gone.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 
 import attrs
-import grpc
 from google.protobuf.message import DecodeError
 
 from kubelet_dra.api import pluginregistration_pb2 as registration_pb2
 from kubelet_dra.api.calls import CallRecorder
 from kubelet_dra.api.services import REGISTRATION
 from kubelet_dra.log import Logger
-from kubelet_dra.tap.forward import UNLIMITED_MESSAGES, Forwarder, OpenCall, Upstream
+from kubelet_dra.tap.forward import Forwarder, OpenCall, Upstream
+from kubelet_dra.tap.reach import ServedEndpoint, Server
 
 GET_INFO = REGISTRATION.method_path("GetInfo")
-SOCKET_DIR_MODE = 0o750
 
 
 @attrs.frozen
@@ -46,27 +45,6 @@ class MirrorView:
         return attrs.asdict(self)
 
 
-class _Server:
-    """One gRPC server on one Unix socket, whose file goes away with it."""
-
-    def __init__(self, path: str, handler: grpc.GenericRpcHandler) -> None:
-        self.path = path
-        self._server = grpc.aio.server(options=UNLIMITED_MESSAGES)
-        self._server.add_generic_rpc_handlers((handler,))
-
-    async def start(self) -> None:
-        os.makedirs(os.path.dirname(self.path), SOCKET_DIR_MODE, exist_ok=True)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)
-        self._server.add_insecure_port(f"unix:{self.path}")
-        await self._server.start()
-
-    async def stop(self) -> None:
-        await self._server.stop(grace=None)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)
-
-
 class DriverMirror:
     def __init__(
         self, driver_socket: str, mirror_socket: str, service_dir: str, recorder: CallRecorder, log: Logger
@@ -79,9 +57,9 @@ class DriverMirror:
         self._recorder = recorder
         self._log = log.with_values(socket=driver_socket)
         self._registration = Forwarder(Upstream(driver_socket), recorder, log, rewrite=self._rewrite)
-        self._server = _Server(mirror_socket, self._registration)
+        self._server = Server(mirror_socket, self._registration)
         self._service: Forwarder | None = None
-        self._service_server: _Server | None = None
+        self._service_server: ServedEndpoint | None = None
         self._since = 0.0
 
     def open_calls(self) -> list[OpenCall]:
@@ -129,9 +107,9 @@ class DriverMirror:
         """The tap's socket that forwards to ``endpoint``, started on the first GetInfo."""
         if self._service is None:
             self._service = Forwarder(Upstream(endpoint), self._recorder, self._log, driver=driver)
-            self._service_server = _Server(os.path.join(self._service_dir, "dra.sock"), self._service)
+            path = os.path.join(self._service_dir, "dra.sock")
+            self._service_server = ServedEndpoint(path, self._service, self._log.with_values(driver=driver))
             await self._service_server.start()
-            self._log.v(2).info("Serving the driver's endpoint", driver=driver, endpoint=endpoint)
         self._service.driver = driver
         await self._service.upstream.retarget(endpoint)
         assert self._service_server is not None

@@ -49,11 +49,13 @@ async def test_steps_that_need_the_simulated_node_are_refused_by_file_and_line(k
     assert "fix: replay those files on the simulated node" in line
 
 
-async def test_what_the_tap_hides_from_the_kubelet_and_the_pending_wipes_are_refused(kubelet_136: str):
+async def test_the_pending_wipes_are_refused_but_not_what_the_tap_passes_through(kubelet_136: str):
+    """A killed driver and a removed service socket reach the real kubelet through the tap (tests/tap/test_tap_reach);
+    the simulated node's pending wipes cannot be read on it."""
     path = LIBRARY / "service-reconnect.yaml"
     line = await _refusal(path, kubelet_136)
-    assert f"{path}:28: step kill of driver gpu is not seen by the kubelet: it holds its service connection" in line
     assert f"{path}:32: expectation wipe reads the simulated node's pending ResourceSlice wipes" in line
+    assert "step kill" not in line and "2 step(s) or setting(s)" in line
 
 
 async def test_a_file_pinned_to_another_release_is_refused(kubelet_136: str):
@@ -62,7 +64,12 @@ async def test_a_file_pinned_to_another_release_is_refused(kubelet_136: str):
 
 
 async def test_the_library_files_it_accepts_validate(kubelet_136: str):
-    names = ("apiserver-restart", "kubelet-crash-during-prepare", "pod-lifecycle", "slices-wiped-after-plugin-stops")
+    names = (
+        "apiserver-restart",
+        "pod-lifecycle",
+        "service-socket-after-registration",
+        "slices-wiped-after-plugin-stops",
+    )
     files = [str(LIBRARY / f"{name}.yaml") for name in names]
     code, out, err = await kubelet_dra("replay", *files, "--real-kubelet", kubelet_136, "--cri-cmd", CRI, "--check")
     assert code == 0, err
@@ -73,6 +80,7 @@ async def test_the_library_files_it_accepts_validate(kubelet_136: str):
     ("flags", "wanted"),
     [
         (["--cri-cmd", CRI], "--cri-cmd, --kubeconfig and --compare go with --real-kubelet"),
+        (["--real-kubelet", "KUBELET", "--cri-cmd", CRI, "--timing", "file"], "--timing goes with --compare"),
         (["--real-kubelet", "KUBELET"], "--real-kubelet needs --cri-cmd"),
         (["--real-kubelet", "/nonexistent/kubelet", "--cri-cmd", CRI], "is not an executable file"),
         (["--real-kubelet", "KUBELET", "--cri-cmd", "fake-cri -listen unix:///tmp/x.sock"], "has no {cri_socket}"),
@@ -100,3 +108,15 @@ def test_a_hold_that_outlasts_the_wiping_delay_outlasts_the_real_one():
     wiped = load(str(LIBRARY / "slices-wiped-after-plugin-stops.yaml"))  # wipingDelay 2s, hold 1s
     waiting = next(c for step in realkubelet.on_real_kubelet(wiped).steps for c in step.conditions if c.hold)
     assert (waiting.name, waiting.hold) == ("slices kept while the wipe waits", 1.0)
+
+
+def test_one_clock_gives_kubelet_dra_the_real_constants_and_the_real_deadlines():
+    """``--compare``'s default: the file's 300 ms retries and 2 s wiping delay become the real kubelet's, and every
+    deadline is the one the real kubelet's replay gets."""
+    scenario = load(str(LIBRARY / "pod-lifecycle.yaml"))
+    ours = realkubelet.on_kubelet_clock(scenario)
+    options = ours.node.options
+    assert (options.wiping_delay, options.call_timeout, options.reconcile_period) == (30.0, 45.0, 60.0)
+    assert (options.pod_retry_period, options.pod_resync_period, options.kubelet_timing) == (10.0, 60.0, True)
+    assert ours.steps == realkubelet.on_real_kubelet(scenario).steps
+    assert options.release == scenario.node.options.release
