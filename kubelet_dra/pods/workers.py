@@ -20,7 +20,7 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubelet_dra.kube.client import KubeApiError, KubeClient, api_path
+from kubelet_dra.kube.client import KubeApiError, KubeClient, api_path, object_key
 from kubelet_dra.kube.events import PodEventReporter
 from kubelet_dra.log import Logger, get_logger
 from kubelet_dra.manager import DRAManager, PrepareError, UnprepareError
@@ -39,11 +39,6 @@ JITTER = 0.5
 CLEANUP_DELAY = 1.0
 """The PLEG relist period: the kubelet finishes a stopped pod at the relist that sees its containers gone."""
 FAILED_PREPARE_REASON = "FailedPrepareDynamicResources"
-
-
-def _key(pod: Mapping[str, Any]) -> str:
-    meta = pod["metadata"]
-    return f"{meta['namespace']}/{meta['name']}"
 
 
 class PodWorkers:
@@ -120,7 +115,7 @@ class PodWorkers:
         if changed:
             wake.set()
         if uid not in self._workers:
-            self._workers[uid] = asyncio.create_task(self._work(uid, pod), name=f"pod {_key(pod)}")
+            self._workers[uid] = asyncio.create_task(self._work(uid, pod), name=f"pod {object_key(pod)}")
 
     def _gone(self, uid: str) -> None:
         """The API object is gone; its worker (if it still runs) unprepares and ends."""
@@ -162,7 +157,7 @@ class PodWorkers:
         """One sync; None when the pod is done, else how long until the next one (before jitter). A pod found
         Running and deleted by its worker's first sync (the node restarted while stopping it) is reported with its
         containers stopped first, as a restarted kubelet finds them in the runtime (kubelet 1.36.2, every run)."""
-        log = self._log.with_values(pod=_key(last), podUID=uid)
+        log = self._log.with_values(pod=object_key(last), podUID=uid)
         if pod is None or finished(pod):
             if pod is not None and stopped_unseen:
                 await self._write(pod, stopped_status(pod, final=False, at=now()), log)
@@ -172,7 +167,7 @@ class PodWorkers:
             try:
                 await self.manager.prepare_resources(pod)
             except PrepareError as err:
-                self.last_error = f"{_key(pod)}: {err}"
+                self.last_error = f"{object_key(pod)}: {err}"
                 await self._event(pod, FAILED_PREPARE_REASON, f"Failed to prepare dynamic resources: {err}")
                 return self._resync_period
             for container in pod["spec"].get("containers") or []:
@@ -193,7 +188,7 @@ class PodWorkers:
             await self.manager.unprepare_resources(last)
         except UnprepareError as err:
             log.error("Failed to terminate pod, will retry", err)
-            self.last_error = f"{_key(last)}: {err}"
+            self.last_error = f"{object_key(last)}: {err}"
             if pod is not None and deleting:
                 await self._write(pod, stopped_status(pod, final=False, at=now()), log)
             return self._retry_period
@@ -217,7 +212,7 @@ class PodWorkers:
             if err.not_found:
                 return None
             log.error("Failed to delete terminated pod, will retry", err)
-            self.last_error = f"{_key(pod)}: {err}"
+            self.last_error = f"{object_key(pod)}: {err}"
             return self._retry_period
         log.info("Deleted terminated pod")
         return None
@@ -252,6 +247,6 @@ class PodWorkers:
         """A Warning Event about the pod from the kubelet, as ``kubectl describe pod`` shows it; once per message."""
         try:
             if await self._events.report(pod, reason, message):
-                self._log.with_values(pod=_key(pod)).info("Warning event", reason=reason, message=message)
+                self._log.with_values(pod=object_key(pod)).info("Warning event", reason=reason, message=message)
         except KubeApiError as err:
             self._log.error("Cannot record event", err, reason=reason)
