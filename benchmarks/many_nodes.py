@@ -87,7 +87,7 @@ async def one_fleet(size: int, workdir: Path) -> FleetRun:
     run = await asyncio.create_subprocess_exec(
         *(sys.executable, "-m", "kubelet_dra", "run", "--nodes", f"sim-{{0..{size - 1}}}"),
         *("--root-dir", str(workdir / "nodes"), "--reference-driver", DRIVER, "--kubeconfig-out", str(kubeconfig)),
-        *("--pod-retry-period", "0.5", "--pod-resync-period", "0.5"),
+        *("--pod-back-off-period", "0.5", "--sync-frequency", "0.5"),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
     )

@@ -36,6 +36,7 @@ from kubelet_dra.conformance.target import Selection, Target, device_class_file
 from kubelet_dra.errors import DriverStartError, StateError, UsageError
 from kubelet_dra.junit import FAILED, PASSED, SKIPPED, WARNING
 from kubelet_dra.node import NodeOptions
+from kubelet_dra.pods import PodSyncPeriods
 from kubelet_dra.release import KubeletRelease
 from kubelet_dra.testbed import (
     DriverProcess,
@@ -55,7 +56,7 @@ MAX_RESTORES = 3
 DEVICE_CLASS = "kubelet-dra-conformance"
 DEFAULT_CDI_ROOT = "/var/run/cdi"
 """Where a driver that is already running most likely writes its CDI specs (a runtime's dynamic root)."""
-POD_RETRY_PERIOD = 0.5
+POD_BACK_OFF_PERIOD = 0.5
 """The node retries a pod whose claim the control plane has not generated yet this soon (the kubelet: 10 s)."""
 REGISTRATION_TAG = "registration"
 """Checks with this tag look at the registration socket themselves, so they run even when registration failed."""
@@ -86,7 +87,7 @@ async def run_suite(
             node=NodeOptions(
                 release=target.release,
                 optional_node_operations=target.optional_node_operations,
-                pod_retry_period=POD_RETRY_PERIOD,
+                pod_sync=PodSyncPeriods(back_off_period=POD_BACK_OFF_PERIOD),
                 record_calls=target.record_calls,
             ),
             node_restricted=target.node_restricted,

@@ -84,13 +84,13 @@ async def test_bad_flags_are_one_line_usage_errors(kubelet_136: str, flags: list
 
 
 def test_deadlines_follow_the_real_timing():
-    scenario = load(str(LIBRARY / "pod-lifecycle.yaml"))  # timing: podRetryPeriod 300ms, within 3s
+    scenario = load(str(LIBRARY / "pod-lifecycle.yaml"))  # timing: syncFrequency 300ms, within 3s
     real = realkubelet.on_real_kubelet(scenario)
     assert realkubelet.extra_seconds(scenario) == pytest.approx(89.7)
     condition = next(step for step in real.steps if step.conditions).conditions[0]
     assert condition.within == pytest.approx(3 + 89.7)
     note = realkubelet.timing_note(scenario)
-    assert "wipingDelay 30 s (scenario: 2 s)" in note and "podRetryPeriod 90 s (scenario: 0.3 s)" in note
+    assert "wipingDelay 30 s (scenario: 2 s)" in note and "syncFrequency 90 s (scenario: 0.3 s)" in note
 
 
 def test_a_hold_that_outlasts_the_wiping_delay_outlasts_the_real_one():
