@@ -22,11 +22,6 @@ import grpc
 from kubelet_dra.conformance.checks import all_checks
 from kubelet_dra.conformance.context import Capabilities, CheckContext, SuiteOptions, pool_devices
 from kubelet_dra.conformance.framework import (
-    EMBEDDED,
-    HEALTH,
-    NEEDS,
-    REFERENCE,
-    RESTART,
     Check,
 )
 from kubelet_dra.conformance.outcomes import CheckFailed, CheckSkipped
@@ -228,18 +223,9 @@ class _Suite:
         if self._own_class:
             await objects.delete(self.bed.kube, "DeviceClass", self.device_class)
 
-    def _unmet(self, check: Check) -> str:
-        have = {
-            RESTART: self.capabilities.can_restart,
-            EMBEDDED: self.capabilities.embedded,
-            HEALTH: self.capabilities.health,
-            REFERENCE: self.capabilities.reference,
-        }
-        return next((NEEDS[need] for need in sorted(check.needs) if not have[need]), "")
-
     async def run(self, check: Check) -> CheckResult:
         started = time.monotonic()
-        unmet = self._unmet(check)
+        unmet = check.unmet(self.capabilities)
         if unmet:
             return CheckResult(check, SKIPPED, 0.0, unmet)
         strict = self.options.strict

@@ -56,6 +56,7 @@ def _empty(service: Service, method: str) -> Any:
     "every advertised DRA service answers NodePrepare/NodeUnprepareResources under its wire name",
     tags=TAGS,
     level=MUST,
+    why="an advertised service is a promise another kubelet may pick (F11)",
     rule=rules.WIRE_NAME,
     reference="SPEC §6.6 C5, §4.6, §7 F11",
 )
@@ -80,6 +81,7 @@ async def wire_names(ctx: CheckContext) -> None:
     "every advertised DRA service prepares a claim with its allocated devices, the same through each version",
     tags=(*TAGS, "prepare"),
     level=MUST,
+    why="kubelets of different releases pick different versions: each must prepare alike",
     rule=rules.SUPPORTED_VERSIONS,
     reference="SPEC §3.1, §4.2, §6.6 C3, USERS #18",
 )
@@ -119,6 +121,7 @@ async def each_version_prepares(ctx: CheckContext) -> None:
     "the advertised identifier is not served as a gRPC service name (UNIMPLEMENTED)",
     tags=TAGS,
     level=SHOULD,
+    why="should: a hint that the service is registered under the wrong package; VER-001 judges the effect",
     rule=rules.WIRE_NAME,
     reference="SPEC §4.6, §7 F11",
 )
@@ -141,6 +144,7 @@ async def identifier_is_not_a_service(ctx: CheckContext) -> None:
     "supported_versions lists each identifier once, and no wire service names",
     tags=(*TAGS, "registration"),
     level=SHOULD,
+    why="should: the kubelet skips duplicates and unknown entries",
     rule=rules.IDENTIFIERS,
     reference="SPEC §3.1, §4.6, §7 F6",
 )
@@ -161,6 +165,7 @@ async def identifiers_well_formed(ctx: CheckContext) -> None:
     "the service the kubelet picks (the first listed) serves the node's connection made at registration",
     tags=TAGS,
     level=MUST,
+    why="the kubelet uses the first supported entry over the connection made at registration",
     rule=rules.FIRST_SUPPORTED,
     reference="SPEC §3.1, §3.3, §6.6 C3, §7 F11",
 )
@@ -185,6 +190,7 @@ async def negotiated(ctx: CheckContext) -> None:
     "an unknown method of the DRA service answers UNIMPLEMENTED",
     tags=TAGS,
     level=SHOULD,
+    why="should: gRPC convention; the kubelet calls no unknown method",
     rule=rules.GRPC_UNIMPLEMENTED,
     reference="SPEC §4.6 (gRPC status semantics)",
 )
@@ -204,6 +210,7 @@ async def unknown_method(ctx: CheckContext) -> None:
     "one connection to the endpoint carries many calls",
     tags=TAGS,
     level=MUST,
+    why="the kubelet sends every call over one connection per instance",
     rule=rules.FIRST_SUPPORTED,
     reference="SPEC §3.3 (one connection per instance, created at registration)",
 )
@@ -226,6 +233,7 @@ async def one_connection(ctx: CheckContext) -> None:
     "every advertised health service streams under its wire name",
     tags=(*TAGS, "health"),
     level=MUST,
+    why="an advertised health service the kubelet opens must answer; else it logs errors every 5 s (F13)",
     rule=rules.HEALTH_WIRE_NAME,
     reference="SPEC §5.11, §6.6 C14; SPEC-1.37 §2.1",
     needs=(HEALTH,),
