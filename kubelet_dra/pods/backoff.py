@@ -14,6 +14,8 @@ import random
 
 import attrs
 
+from kubelet_dra.slices.backoff import jitter
+
 DEFAULT_BACK_OFF_PERIOD = 10.0
 """The kubelet's ``backOffPeriod``: the wait after a pod sync that failed."""
 DEFAULT_SYNC_FREQUENCY = 60.0
@@ -41,13 +43,8 @@ class PodSyncPeriods:
 
     def back_off(self, rng: random.Random) -> float:
         """The wait before a failed sync is tried again."""
-        return _jittered(self.back_off_period, rng)
+        return jitter(self.back_off_period, JITTER_FACTOR, rng)
 
     def resync(self, rng: random.Random) -> float:
         """The wait before a synced pod is synced again (unless it changes first)."""
-        return _jittered(self.sync_frequency, rng)
-
-
-def _jittered(period: float, rng: random.Random) -> float:
-    """apimachinery's ``wait.Jitter(period, JITTER_FACTOR)``."""
-    return period * (1 + JITTER_FACTOR * rng.random())
+        return jitter(self.sync_frequency, JITTER_FACTOR, rng)
