@@ -133,7 +133,7 @@ class Scenario:
 
 
 POD_SYNC_KEYS = {"podBackOffPeriod": "back_off_period", "syncFrequency": "sync_frequency"}
-"""The pod workers' periods in a file's ``timing`` (``kubelet_dra.pods.backoff``), named as the kubelet names them."""
+"""The pod workers' periods in a file's ``timing`` (``kubelet_dra.pods.backoff``), as the kubelet names them."""
 RENAMED_TIMING_KEYS = {"podRetryPeriod": "podBackOffPeriod", "podResyncPeriod": "syncFrequency"}
 """Timing keys of earlier versions, still read (with a warning) as the key they were renamed to."""
 
