@@ -111,7 +111,7 @@ class NodeOptions:
     reconcile_period: float = DEFAULT_RECONCILE_PERIOD
     """How often the DRA manager unprepares claims of pods that are no longer active."""
     pod_sync: PodSyncPeriods = attrs.field(factory=PodSyncPeriods)
-    """The pod workers' back-off after a failed sync and resync after a good one (``kubelet_dra.pods.backoff``)."""
+    """The pod workers' back-off after a failed sync, resync after a good one (``kubelet_dra.pods.backoff``)."""
     metrics_port: int | None = None
     """Serve ``/metrics`` on this port (0: any free one, see ``Node.metrics_url``); ``None``: not served."""
     metrics_address: str = "127.0.0.1"
