@@ -51,7 +51,7 @@ TEMPLATE = "soak-gpu"
 NAMESPACE = objects.DEFAULT_NAMESPACE
 NODE_COMMAND = (
     "{python} -m kubelet_dra run --node-name {node} --registry-dir {registry_dir} --kubeconfig {kubeconfig}"
-    " --pod-retry-period 0.5 --pod-resync-period 0.5 --reconcile-period 1"
+    " --pod-back-off-period 0.5 --sync-frequency 0.5 --reconcile-period 1"
 )
 CONTROLPLANE_COMMAND = "{python} -m kubelet_dra controlplane --kubeconfig {kubeconfig}"
 DEVICES = 32

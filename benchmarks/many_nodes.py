@@ -160,7 +160,7 @@ async def one_fleet(apiserver: str, size: int, steady: float, workdir: Path) -> 
         run = await asyncio.create_subprocess_exec(
             *(sys.executable, "-m", "kubelet_dra", "run", "--nodes", f"sim-{{0..{size - 1}}}"),
             *("--root-dir", str(workdir / "nodes"), "--reference-driver", DRIVER, "--devices", "1"),
-            *("--pod-retry-period", "0.5", "--pod-resync-period", "0.5", *where.flags),
+            *("--pod-back-off-period", "0.5", "--sync-frequency", "0.5", *where.flags),
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
         )

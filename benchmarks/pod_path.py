@@ -130,7 +130,7 @@ async def measure(plane: Any, kubelet: Any, bin_dir: Path, workdir: Path, pods: 
             [
                 *(sys.executable, "-m", "kubelet_dra", *node_args),
                 *("--kubeconfig", str(plane.node_kubeconfig(SIMULATED)), "--state-dir", str(workdir / "state")),
-                *("--pod-retry-period", "0.5"),
+                *("--pod-back-off-period", "0.5"),
             ],
             stdout=logs,
             stderr=subprocess.STDOUT,

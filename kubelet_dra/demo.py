@@ -22,6 +22,7 @@ import attrs
 from kubelet_dra.errors import KubeletDRAError
 from kubelet_dra.kube.client import KubeApiError, KubeClient, api_path
 from kubelet_dra.node import Node, NodeOptions
+from kubelet_dra.pods import PodSyncPeriods
 from kubelet_dra.release import DEFAULT_RELEASE, KubeletRelease
 from kubelet_dra.testbed import DriverSpec, Testbed, TestbedOptions, manifests, objects
 
@@ -58,7 +59,7 @@ class Demo:
 
     async def run(self, until_stopped: Callable[[], Awaitable[None]] | None = None) -> list[Step]:
         options = TestbedOptions(
-            node_name=NODE, node=NodeOptions(release=self.release, pod_retry_period=0.5, pod_resync_period=0.5)
+            node_name=NODE, node=NodeOptions(release=self.release, pod_sync=PodSyncPeriods(0.5, 0.5))
         )
         async with Testbed(options, workdir=self.workdir) as bed:
             self.kubeconfig = bed.kubeconfig

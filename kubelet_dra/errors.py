@@ -7,6 +7,8 @@ print one clear line instead of a traceback.
 
 from __future__ import annotations
 
+import sys
+
 
 class KubeletDRAError(Exception):
     """A user-facing error: ``what`` failed at ``where``; ``fix`` says what to do."""
@@ -48,3 +50,9 @@ class DriverStartError(KubeletDRAError):
     """The driver under test exited as it started, so nothing can be checked; it is the driver's failure."""
 
     exit_code = 1
+
+
+def deprecated(old: str, new: str, *, where: str = "") -> None:
+    """Say on stderr that ``old`` (a flag or a file's key) still works but is now called ``new``."""
+    place = f"{where}: " if where else ""
+    print(f"kubelet-dra: warning: {place}{old} is deprecated, use {new} (same meaning)", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""Go's quoting of strings (``%q``), shared by the kubelet's error texts and the API server's headers."""
+"""Go's text for strings (``%q``) and durations, shared by the kubelet's error texts and the API server."""
 
 from __future__ import annotations
 
@@ -15,6 +15,33 @@ def go_quote(text: str) -> str:
 def go_quote_list(items: Iterable[str]) -> str:
     """``fmt.Sprintf("%q", items)`` for a ``[]string``: ``["a" "b"]``."""
     return "[" + " ".join(go_quote(item) for item in items) + "]"
+
+
+_SMALL_UNITS = (("ms", 1_000_000), ("µs", 1_000), ("ns", 1))
+
+
+def go_duration(nanos: int) -> str:
+    """A duration as Go's ``time.Duration.String`` writes it (``1h2m3.5s``, ``150ms``, ``0s``)."""
+    if nanos == 0:
+        return "0s"
+    sign, nanos = ("-", -nanos) if nanos < 0 else ("", nanos)
+    if nanos < 1_000_000_000:
+        for unit, size in _SMALL_UNITS:
+            if nanos >= size:
+                return sign + _decimal(nanos, size) + unit
+    hours, rest = divmod(nanos, 3_600_000_000_000)
+    minutes, rest = divmod(rest, 60_000_000_000)
+    text = f"{hours}h" if hours else ""
+    text += f"{minutes}m" if hours or minutes else ""
+    return sign + text + _decimal(rest, 1_000_000_000) + "s"
+
+
+def _decimal(value: int, unit: int) -> str:
+    whole, fraction = divmod(value, unit)
+    if not fraction:
+        return str(whole)
+    digits = str(fraction).rjust(len(str(unit)) - 1, "0").rstrip("0")
+    return f"{whole}.{digits}"
 
 
 def _quote_rune(char: str) -> str:

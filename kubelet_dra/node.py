@@ -46,7 +46,7 @@ from kubelet_dra.plugins import (
     PluginInstance,
     PluginMap,
 )
-from kubelet_dra.pods import CLEANUP_DELAY, DEFAULT_RETRY_PERIOD, RESYNC_PER_RETRY, PodWorkers
+from kubelet_dra.pods import PodSyncPeriods, PodWorkers
 from kubelet_dra.registration import Diagnosis, HandshakeTimeouts, PluginManager, SocketState
 from kubelet_dra.release import DEFAULT_RELEASE, KubeletRelease
 from kubelet_dra.slices import ResourceSliceWiper, WipeOutcome
@@ -110,15 +110,8 @@ class NodeOptions:
     dir; ``None``: registration only. Needs an API server."""
     reconcile_period: float = DEFAULT_RECONCILE_PERIOD
     """How often the DRA manager unprepares claims of pods that are no longer active."""
-    pod_retry_period: float = DEFAULT_RETRY_PERIOD
-    """Back-off before a failed pod sync (unprepare, final status or delete) is retried, plus up to 50 % jitter."""
-    pod_resync_period: float = attrs.field(
-        default=attrs.Factory(lambda self: self.pod_retry_period * RESYNC_PER_RETRY, takes_self=True)
-    )
-    """The kubelet's sync frequency: a pod (one whose prepare failed included) is synced again after this, plus up
-    to 50 % jitter, unless it changes first. Default: six back-off periods, as the kubelet's 60 s to its 10 s."""
-    pod_cleanup_delay: float = CLEANUP_DELAY
-    """From a deleted pod's terminal status to the end of its deletion (the kubelet's PLEG relist period)."""
+    pod_sync: PodSyncPeriods = attrs.field(factory=PodSyncPeriods)
+    """The pod workers' back-off after a failed sync, resync after a good one (``kubelet_dra.pods.backoff``)."""
     metrics_port: int | None = None
     """Serve ``/metrics`` on this port (0: any free one, see ``Node.metrics_url``); ``None``: not served."""
     metrics_address: str = "127.0.0.1"
@@ -220,9 +213,7 @@ class Node:
                 node_name,
                 self.manager,
                 health=self.health.devices if self.health else lambda _driver: [],
-                retry_period=options.pod_retry_period,
-                resync_period=options.pod_resync_period,
-                cleanup_delay=options.pod_cleanup_delay,
+                periods=options.pod_sync,
                 rng=rng,
                 on_change=self._notify,
             )

@@ -21,6 +21,7 @@ from kubelet_dra.kube.client import KubeApiError, KubeClient, api_path
 from kubelet_dra.manager import Checkpoint, DRAManager
 from kubelet_dra.node import Node, NodeOptions
 from kubelet_dra.plugins import CallRecord
+from kubelet_dra.pods import PodSyncPeriods
 from kubelet_dra.registration import HandshakeTimeouts
 
 GPU = "gpu.example.com"
@@ -90,8 +91,7 @@ class NodeEnv:
     async def pod_node(self, **options: Any) -> AsyncIterator[Node]:
         """A node that runs its pods (checkpoint in ``state_dir``), retrying failed pod syncs after 0.2 s."""
         options.setdefault("state_dir", str(self.state_dir))
-        options.setdefault("pod_retry_period", 0.2)
-        options.setdefault("pod_resync_period", 0.2)
+        options.setdefault("pod_sync", PodSyncPeriods(back_off_period=0.2, sync_frequency=0.2))
         async with self.node(**options) as node:
             yield node
 

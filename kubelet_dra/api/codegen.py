@@ -24,7 +24,8 @@ from kubelet_dra.errors import ConfigError, KubeletDRAError, UsageError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 KUBEPROTO_DIR = PACKAGE_DIR.parent / "kubeproto"
-PROTO_DIR = PACKAGE_DIR.parent.parent / "proto"
+PROTO_DIR = next((up / "proto" for up in PACKAGE_DIR.parents if (up / "proto").is_dir()), PACKAGE_DIR / "proto")
+"""The source checkout's ``proto/`` (the nearest one above this package, wherever the package sits in the tree)."""
 KUBE_SUBDIR = "k8s"
 COMMAND = "python -m kubelet_dra.api.codegen"
 GENERATED_GLOBS = ("*_pb2.py", "*_pb2.pyi", "*_pb2_grpc.py")

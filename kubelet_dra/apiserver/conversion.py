@@ -115,13 +115,13 @@ def _device_from_v1beta1(device: Obj) -> Obj:
 
 def _drop_unset_node_selection(spec: Obj) -> Obj:
     """Drop ``nodeName: ""`` and ``allNodes: false``: v1beta1 cannot tell them from unset."""
-    unset = [key for key, zero in _ZERO_IN_V1BETA1.items() if key in spec and _is_zero(spec[key], zero)]
+    unset = [key for key, zero in _ZERO_IN_V1BETA1.items() if key in spec and _is_unset(spec[key], zero)]
     if not unset:
         return spec
     return {key: value for key, value in spec.items() if key not in unset}
 
 
-def _is_zero(value: Any, zero: Any) -> bool:
+def _is_unset(value: Any, zero: Any) -> bool:
     return value is None or (type(value) is type(zero) and value == zero)
 
 

@@ -235,7 +235,7 @@ def _list(checks: list[Check], *, json_output: bool) -> None:
                     "rule": {"text": c.rule.text, "source": c.rule.source},
                     "tags": sorted(c.tags),
                     "reference": c.reference,
-                    "needs": sorted(c.needs),
+                    "needs": sorted(need.name for need in c.needs),
                 }
                 for c in checks
             ]

@@ -30,12 +30,13 @@ from rich.live import Live
 
 from kubelet_dra.cli import nodeflags, output
 from kubelet_dra.cli.command import Command, raise_open_files_limit
-from kubelet_dra.errors import UsageError
+from kubelet_dra.errors import UsageError, deprecated
 from kubelet_dra.fleet import Fleet, NodeLayout, NodeRow, expand, view
 from kubelet_dra.fleet.fleet import NODES_PER_DRIVER_PROCESS
 from kubelet_dra.manager import DEFAULT_RECONCILE_PERIOD
 from kubelet_dra.node import NodeOptions
-from kubelet_dra.pods import DEFAULT_RETRY_PERIOD, RESYNC_PER_RETRY
+from kubelet_dra.pods import PodSyncPeriods
+from kubelet_dra.pods.backoff import DEFAULT_BACK_OFF_PERIOD
 from kubelet_dra.scenarios.record import Recorder
 from kubelet_dra.testbed import PLACEHOLDERS, DriverSpec, command_words
 
@@ -45,6 +46,10 @@ REFRESH_PERIOD = 1.0
 
 CALLS_KEPT = 1000
 """A node that runs for days keeps its last calls in memory, not all (``--record`` needs all: it counts them)."""
+
+
+RENAMED_FLAGS = {"--pod-retry-period": "--pod-back-off-period", "--pod-resync-period": "--sync-frequency"}
+"""Flags of earlier versions, still taken with a warning: the old name → the kubelet's."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -119,20 +124,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="how often claims of pods that are gone are unprepared (default: %(default)g)",
     )
     parser.add_argument(
-        "--pod-retry-period",
+        "--pod-back-off-period",
         type=float,
-        default=DEFAULT_RETRY_PERIOD,
         metavar="SECONDS",
         help="wait before retrying a failed unprepare, final status or final delete of a pod, plus up to 50%%"
-        " jitter (default: %(default)g, the kubelet's pod worker back-off)",
+        f" jitter (default: {DEFAULT_BACK_OFF_PERIOD:g}, the kubelet's pod worker backOffPeriod)",
     )
     parser.add_argument(
-        "--pod-resync-period",
+        "--sync-frequency",
         type=float,
         metavar="SECONDS",
         help="wait before syncing a pod again, e.g. retrying a failed prepare, plus up to 50%% jitter"
-        " (default: six --pod-retry-period, 60 s, the kubelet's --sync-frequency)",
+        " (default: six --pod-back-off-period, 60 s, as the kubelet's --sync-frequency)",
     )
+    for old in RENAMED_FLAGS:
+        parser.add_argument(old, type=float, metavar="SECONDS", help=argparse.SUPPRESS)
     parser.add_argument(
         "--metrics-port",
         type=int,
@@ -150,10 +156,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def options(args: argparse.Namespace) -> NodeOptions:
+    for old, new in RENAMED_FLAGS.items():
+        if (value := getattr(args, _dest(old))) is not None:
+            deprecated(old, new)
+            if getattr(args, _dest(new)) is None:
+                setattr(args, _dest(new), value)
     periods = (
         ("--reconcile-period", args.reconcile_period),
-        ("--pod-retry-period", args.pod_retry_period),
-        ("--pod-resync-period", args.pod_resync_period),
+        ("--pod-back-off-period", args.pod_back_off_period),
+        ("--sync-frequency", args.sync_frequency),
     )
     for flag, value in periods:
         if value is not None and value <= 0:
@@ -190,11 +201,21 @@ def options(args: argparse.Namespace) -> NodeOptions:
         record_calls=args.record_calls,
         calls_kept=None if args.record else CALLS_KEPT,
         reconcile_period=args.reconcile_period,
-        pod_retry_period=args.pod_retry_period,
-        pod_resync_period=args.pod_resync_period or args.pod_retry_period * RESYNC_PER_RETRY,
+        pod_sync=_pod_sync(args),
         metrics_port=args.metrics_port or None,
         metrics_address=args.metrics_address,
     )
+
+
+def _pod_sync(args: argparse.Namespace) -> PodSyncPeriods:
+    back_off = args.pod_back_off_period or DEFAULT_BACK_OFF_PERIOD
+    if args.sync_frequency is None:
+        return PodSyncPeriods(back_off_period=back_off)
+    return PodSyncPeriods(back_off_period=back_off, sync_frequency=args.sync_frequency)
+
+
+def _dest(flag: str) -> str:
+    return flag[2:].replace("-", "_")
 
 
 def driver(args: argparse.Namespace) -> DriverSpec | None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 if TYPE_CHECKING:
-    from kubelet_dra.conformance.context import CheckContext
+    from kubelet_dra.conformance.context import Capabilities, CheckContext
 
 MUST = "must"
 """The kubelet or a pod fails when the driver breaks the rule, or an API contract says it must."""
@@ -31,20 +31,33 @@ TAGS: frozenset[str] = frozenset(
 )
 ID_PATTERN = re.compile(r"^[A-Z]{3}-\d{3}$")
 
-RESTART = "restart"
+
+@attrs.frozen
+class Need:
+    """Something a check needs of the target, declared once: its name, whether the probed target has it, and the
+    reason the check is skipped when it does not."""
+
+    name: str
+    met: Callable[[Capabilities], bool] = attrs.field(eq=False)
+    unmet: str
+
+
+RESTART = Need(
+    "restart",
+    lambda target: target.can_restart,
+    "needs --driver-cmd: the driver was already running, so the suite cannot restart it",
+)
 """The suite starts the driver itself (``--driver-cmd``), so it can stop, kill and restart it."""
-EMBEDDED = "embedded"
+EMBEDDED = Need("embedded", lambda target: target.embedded, "needs the embedded API server (not --kubeconfig)")
 """The embedded API server is in use (it can be restarted, and restricted per node)."""
-HEALTH = "health"
+HEALTH = Need(
+    "health",
+    lambda target: target.health,
+    "the driver does not serve the DRAResourceHealth service (health monitoring is optional)",
+)
 """The driver serves the DRAResourceHealth service."""
-REFERENCE = "reference"
+REFERENCE = Need("reference", lambda target: target.reference, "needs the bundled reference driver's control socket")
 """The bundled reference driver: its control socket can flip fault knobs."""
-NEEDS: dict[str, str] = {
-    RESTART: "needs --driver-cmd: the driver was already running, so the suite cannot restart it",
-    EMBEDDED: "needs the embedded API server (not --kubeconfig)",
-    HEALTH: "the driver does not serve the DRAResourceHealth service (health monitoring is optional)",
-    REFERENCE: "needs the bundled reference driver's control socket",
-}
 
 CheckFunction = Callable[["CheckContext"], Awaitable[None]]
 
@@ -68,15 +81,21 @@ class Check:
     tags: frozenset[str]
     level: str
     """``must`` or ``should``."""
+    why: str
+    """Why the level is what it is: what fails, and for whom, when a driver breaks the rule."""
     rule: Citation
     reference: str
     """Where a driver author reads about it: docs/ pages and public sources (``rules.cite``), each a docs/ path
     or a URL."""
     run: CheckFunction
-    needs: frozenset[str] = frozenset()
+    needs: frozenset[Need] = frozenset()
     first: bool = False
     """Runs before the others: what it checks, most others need (a claim the driver accepts), so its failure
     is reported once as their cause."""
+
+    def unmet(self, target: Capabilities) -> str:
+        """Why this check cannot run on ``target`` (the first need it lacks, by name); empty when it can."""
+        return next((need.unmet for need in sorted(self.needs, key=lambda n: n.name) if not need.met(target)), "")
 
     def matches(self, pattern: re.Pattern[str]) -> bool:
         return bool(pattern.search(self.id) or pattern.search(self.title))
@@ -91,9 +110,10 @@ def check(
     *,
     tags: Iterable[str],
     level: str,
+    why: str,
     rule: Citation,
     reference: str,
-    needs: Iterable[str] = (),
+    needs: Iterable[Need] = (),
     first: bool = False,
 ) -> Callable[[CheckFunction], CheckFunction]:
     """Register the decorated function as check ``check_id``; ids, tags and levels are validated at import."""
@@ -103,13 +123,13 @@ def check(
             raise ValueError(f"check id {check_id!r} is not like REG-001")
         if check_id in CHECKS:
             raise ValueError(f"check id {check_id} is used twice")
-        unknown = set(tags) - TAGS | set(needs) - set(NEEDS)
+        unknown = set(tags) - TAGS
         if unknown:
-            raise ValueError(f"check {check_id}: unknown tags or needs {sorted(unknown)}")
+            raise ValueError(f"check {check_id}: unknown tags {sorted(unknown)}")
         if level not in LEVELS:
             raise ValueError(f"check {check_id}: level {level!r} is not one of {', '.join(LEVELS)}")
         CHECKS[check_id] = Check(
-            check_id, title, frozenset(tags), level, rule, reference, function, frozenset(needs), first
+            check_id, title, frozenset(tags), level, why, rule, reference, function, frozenset(needs), first
         )
         return function
 

@@ -23,12 +23,7 @@ from kubelet_dra.conformance.checks import all_checks
 from kubelet_dra.conformance.context import Capabilities, CheckContext, SuiteOptions, pool_devices
 from kubelet_dra.conformance.framework import (
     CHECKS,
-    EMBEDDED,
-    HEALTH,
     MUST,
-    NEEDS,
-    REFERENCE,
-    RESTART,
     Check,
 )
 from kubelet_dra.conformance.outcomes import CheckBlocked, CheckFailed, CheckSkipped
@@ -40,6 +35,7 @@ from kubelet_dra.errors import ConfigError, DriverStartError, StateError, UsageE
 from kubelet_dra.junit import FAILED, PASSED, SKIPPED, WARNING
 from kubelet_dra.kube.client import KubeApiError
 from kubelet_dra.node import NodeOptions
+from kubelet_dra.pods import PodSyncPeriods
 from kubelet_dra.release import KubeletRelease
 from kubelet_dra.testbed import (
     DriverProcess,
@@ -59,7 +55,7 @@ MAX_RESTORES = 3
 DEVICE_CLASS = "kubelet-dra-conformance"
 DEFAULT_CDI_ROOT = "/var/run/cdi"
 """Where a driver that is already running most likely writes its CDI specs (a runtime's dynamic root)."""
-POD_RETRY_PERIOD = 0.5
+POD_BACK_OFF_PERIOD = 0.5
 """The node retries a pod whose claim the control plane has not generated yet this soon (the kubelet: 10 s)."""
 REGISTRATION_TAG = "registration"
 """Checks with this tag look at the registration socket themselves, so they run even when registration failed."""
@@ -90,7 +86,7 @@ async def run_suite(
             node=NodeOptions(
                 release=target.release,
                 optional_node_operations=target.optional_node_operations,
-                pod_retry_period=POD_RETRY_PERIOD,
+                pod_sync=PodSyncPeriods(back_off_period=POD_BACK_OFF_PERIOD),
                 record_calls=target.record_calls,
             ),
             node_restricted=target.node_restricted,
@@ -255,18 +251,9 @@ class _Suite:
         if self._own_class:
             await objects.delete(self.bed.kube, "DeviceClass", self.device_class)
 
-    def _unmet(self, check: Check) -> str:
-        have = {
-            RESTART: self.capabilities.can_restart,
-            EMBEDDED: self.capabilities.embedded,
-            HEALTH: self.capabilities.health,
-            REFERENCE: self.capabilities.reference,
-        }
-        return next((NEEDS[need] for need in sorted(check.needs) if not have[need]), "")
-
     async def run(self, check: Check) -> CheckResult:
         started = time.monotonic()
-        unmet = self._unmet(check)
+        unmet = check.unmet(self.capabilities)
         if unmet:
             return CheckResult(check, SKIPPED, 0.0, unmet)
         strict = self.options.strict

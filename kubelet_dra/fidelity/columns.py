@@ -135,8 +135,8 @@ def _renamed(line: str, names: Mapping[str, str]) -> str:
 
 
 def pod_status(pods: Iterable[Sighting]) -> list[str]:
-    """Each pod's status history (``kubelet_dra.pods.history``), pod by pod in name order, without the transient
-    statuses (``kubelet_dra.pods.history.without_transient``)."""
+    """Each pod's status history (``kubelet_dra.pods.history``), pod by pod in name order, without the
+    transient statuses (``kubelet_dra.pods.history.without_transient``)."""
     by_pod: dict[str, list[dict[str, Any] | None]] = {}
     for sighting in pods:
         by_pod.setdefault(sighting.key, []).append(sighting.object)

@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from kubelet_dra.kube.client import KubeClient, api_path
+from kubelet_dra.kube.client import KubeClient, api_path, object_key
 from kubelet_dra.log import get_logger
 
 WATCHED = {
@@ -36,11 +36,6 @@ class Sighting:
 
     key: str
     object: dict[str, Any] | None
-
-
-def _key(obj: dict[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 class ApiWatch:
@@ -77,7 +72,7 @@ class ApiWatch:
                 await task
 
     def _sighted(self, kind: str, obj: dict[str, Any], *, deleted: bool = False) -> None:
-        key, versions = _key(obj), self._versions[kind]
+        key, versions = object_key(obj), self._versions[kind]
         if deleted:
             if versions.pop(key, None) is not None:
                 self._seen[kind].append(Sighting(key, None))
@@ -94,7 +89,7 @@ class ApiWatch:
         while True:
             try:
                 listed = await self._kube.request("GET", path)
-                items = {_key(item): item for item in listed.get("items") or []}
+                items = {object_key(item): item for item in listed.get("items") or []}
                 for gone in [key for key in self._versions[kind] if key not in items]:
                     namespace, _, name = gone.partition("/")
                     self._sighted(kind, {"metadata": {"namespace": namespace, "name": name}}, deleted=True)

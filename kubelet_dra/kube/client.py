@@ -15,7 +15,7 @@ import contextlib
 import functools
 import json
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from concurrent.futures import Executor
 from typing import Any
 from urllib.parse import quote
@@ -81,6 +81,12 @@ def api_path(group: str, version: str, plural: str, *, namespace: str | None = N
     if name is not None:
         parts.append(quote(name, safe=""))
     return "/".join(parts)
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    """``namespace/name`` of an object, as the kubelet's logs and messages name it (klog's ``KObj``)."""
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 def status_error(status: dict[str, Any], code: int, where: str) -> KubeApiError:

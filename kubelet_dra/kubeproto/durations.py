@@ -1,4 +1,4 @@
-"""Go's ``time.Duration`` text: how a ``meta.v1.Duration`` is written in JSON and read back."""
+"""Go's ``time.Duration`` text: how a ``meta.v1.Duration`` is read back from JSON (``gotext`` writes it)."""
 
 from __future__ import annotations
 
@@ -7,35 +7,9 @@ from typing import Any
 
 from kubelet_dra.kubeproto.schema import ProtobufError, json_type
 
-_DURATION_UNITS = (("h", 3_600_000_000_000), ("m", 60_000_000_000), ("s", 1_000_000_000))
-_SMALL_UNITS = (("ms", 1_000_000), ("µs", 1_000), ("ns", 1))
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 _UNIT_NANOS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 _UNIT_NANOS |= {"m": 60_000_000_000, "h": 3_600_000_000_000}
-
-
-def go_duration(nanos: int) -> str:
-    """A duration as Go's ``time.Duration.String`` writes it (``1h2m3.5s``, ``150ms``, ``0s``)."""
-    if nanos == 0:
-        return "0s"
-    sign, nanos = ("-", -nanos) if nanos < 0 else ("", nanos)
-    if nanos < 1_000_000_000:
-        for unit, size in _SMALL_UNITS:
-            if nanos >= size:
-                return sign + _decimal(nanos, size) + unit
-    hours, rest = divmod(nanos, 3_600_000_000_000)
-    minutes, rest = divmod(rest, 60_000_000_000)
-    text = f"{hours}h" if hours else ""
-    text += f"{minutes}m" if hours or minutes else ""
-    return sign + text + _decimal(rest, 1_000_000_000) + "s"
-
-
-def _decimal(value: int, unit: int) -> str:
-    whole, fraction = divmod(value, unit)
-    if not fraction:
-        return str(whole)
-    digits = str(fraction).rjust(len(str(unit)) - 1, "0").rstrip("0")
-    return f"{whole}.{digits}"
 
 
 def parse_go_duration(value: Any, path: str = "duration") -> int:

@@ -26,8 +26,9 @@ from typing import Any
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
+from kubelet_dra.gotext import go_duration
 from kubelet_dra.kubeproto import meta_v1_pb2, runtime_pb2
-from kubelet_dra.kubeproto.durations import go_duration, parse_go_duration
+from kubelet_dra.kubeproto.durations import parse_go_duration
 from kubelet_dra.kubeproto.schema import (
     INT_OR_STRING,
     INT_TYPES,

@@ -12,6 +12,7 @@ from typing import Any
 import attrs
 
 from kubelet_dra.gotext import go_quote
+from kubelet_dra.kube.client import object_key
 
 
 class ClaimError(Exception):
@@ -26,11 +27,6 @@ class PodClaim:
     claim_name: str
     check_owner: bool
     """The claim was generated from a template for this pod, so the pod must be its controller."""
-
-
-def pod_key(pod: Mapping[str, Any]) -> str:
-    meta = pod.get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
 def pod_claims(pod: Mapping[str, Any]) -> list[PodClaim]:
@@ -66,8 +62,10 @@ def _resolve(pod: Mapping[str, Any], entry: Mapping[str, Any]) -> PodClaim | Non
             if status.get("name") == name:
                 claim_name = status.get("resourceClaimName")
                 return PodClaim(name, str(claim_name), check_owner=True) if claim_name is not None else None
-        raise ClaimError(f'pod "{pod_key(pod)}": ResourceClaim not created yet')
-    raise ClaimError(f'pod "{pod_key(pod)}", spec.resourceClaim {go_quote(name)}: none of the supported fields are set')
+        raise ClaimError(f'pod "{object_key(pod)}": ResourceClaim not created yet')
+    raise ClaimError(
+        f'pod "{object_key(pod)}", spec.resourceClaim {go_quote(name)}: none of the supported fields are set'
+    )
 
 
 def check_owner(pod: Mapping[str, Any], claim: Mapping[str, Any]) -> None:
@@ -77,7 +75,7 @@ def check_owner(pod: Mapping[str, Any], claim: Mapping[str, Any]) -> None:
     if claim_meta.get("namespace") != pod_meta.get("namespace") or (controller or {}).get("uid") != pod_meta.get("uid"):
         raise ClaimError(
             f"ResourceClaim {claim_meta.get('namespace', '')}/{claim_meta.get('name', '')}"
-            f" was not created for Pod {pod_key(pod)} (Pod is not owner)"
+            f" was not created for Pod {object_key(pod)} (Pod is not owner)"
         )
 
 

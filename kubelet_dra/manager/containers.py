@@ -11,8 +11,9 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from kubelet_dra.kube.client import object_key
 from kubelet_dra.manager.claiminfo import ClaimInfo, ClaimInfoCache
-from kubelet_dra.manager.claims import ClaimError, extended_claim_name, pod_key, spec_claims
+from kubelet_dra.manager.claims import ClaimError, extended_claim_name, spec_claims
 
 DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
 CDI_ANNOTATION_PREFIX = "cdi.k8s.io/"
@@ -59,7 +60,7 @@ def container_claims(
         info = cached(cache, namespace, extended)
         mappings = (pod.get("status") or {}).get("extendedResourceClaimStatus", {}).get("requestMappings") or []
         for resource, quantity in (resources.get("requests") or {}).items():
-            if _is_zero(str(quantity)) or not is_dra_extended_resource(resource):
+            if _is_zero_quantity(str(quantity)) or not is_dra_extended_resource(resource):
                 continue
             for mapping in mappings:
                 if mapping.get("containerName") == container_name and mapping.get("resourceName") == resource:
@@ -79,7 +80,7 @@ def _container(pod: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
         if container.get("name") == name:
             return container
-    raise ClaimError(f"container {name} not found in pod {pod_key(pod)}")
+    raise ClaimError(f"container {name} not found in pod {object_key(pod)}")
 
 
 def is_dra_extended_resource(name: str) -> bool:
@@ -91,5 +92,5 @@ def is_dra_extended_resource(name: str) -> bool:
     return not native and not name.startswith("requests.")
 
 
-def _is_zero(quantity: str) -> bool:
+def _is_zero_quantity(quantity: str) -> bool:
     return _ZERO_QUANTITY.fullmatch(quantity.strip()) is not None

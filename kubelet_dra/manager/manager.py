@@ -19,11 +19,11 @@ from typing import Any, Protocol
 
 from kubelet_dra.api import dra_v1_pb2
 from kubelet_dra.errors import ConfigError, KubeletDRAError, StateError
-from kubelet_dra.kube.client import KubeApiError, KubeClient, api_path
+from kubelet_dra.kube.client import KubeApiError, KubeClient, api_path, object_key
 from kubelet_dra.log import Logger, get_logger
 from kubelet_dra.manager.checkpoint import Checkpoint
 from kubelet_dra.manager.claiminfo import ClaimInfo, ClaimInfoCache, device_state
-from kubelet_dra.manager.claims import ClaimError, PodClaim, check_owner, check_reserved, pod_claims, pod_key
+from kubelet_dra.manager.claims import ClaimError, PodClaim, check_owner, check_reserved, pod_claims
 from kubelet_dra.manager.containers import cached, cdi_annotations, cdi_device_ids
 from kubelet_dra.manager.plugin import DriverInstance, PluginStore, call, claim_results, request_claim
 from kubelet_dra.manager.skips import PREPARE_OPERATION, UNPREPARE_OPERATION, OptionalOperations
@@ -104,7 +104,7 @@ class DRAManager:
 
     async def prepare_resources(self, pod: Mapping[str, Any]) -> None:
         """Prepare every claim of ``pod`` that is not prepared yet; ``PrepareError`` when anything fails."""
-        log = self._log.with_values(pod=pod_key(pod))
+        log = self._log.with_values(pod=object_key(pod))
         try:
             with self._timed(PREPARE):
                 await self._prepare(pod, log)
@@ -114,7 +114,7 @@ class DRAManager:
 
     async def unprepare_resources(self, pod: Mapping[str, Any]) -> None:
         """Release the pod's claims; a claim still used by another pod only forgets this pod."""
-        log = self._log.with_values(pod=pod_key(pod))
+        log = self._log.with_values(pod=object_key(pod))
         meta = pod.get("metadata") or {}
         pod_uid = str(meta.get("uid", ""))
         try:

@@ -4,12 +4,12 @@ Each pod gets a worker that, like the kubelet's, reports it Pending with its con
 prepares its claims, then "starts" it (there are no containers: starting means asking the manager
 for each container's CDI devices) and reports it Running (``kubelet_dra.pods.status``). A failed
 prepare gets a Warning Event ``FailedPrepareDynamicResources`` and leaves the pod Pending: the real
-kubelet counts that sync as done, so the pod is tried again at its next periodic sync (the resync
-period, 60 s plus up to 50 %), or at once when the pod changes. Once the pod is being deleted or has
-a terminal phase, its claims are unprepared; a failed unprepare is an error of the sync, retried
-after the pod worker's back-off (10 s plus up to 50 %) while the pod shows its containers stopped.
-A deleted pod then gets its terminal status and, at the next PLEG relist (1 s later), its deletion
-is finished with grace period 0; a pod that reached Succeeded or Failed by itself keeps its object.
+kubelet counts that sync as done, so the pod is tried again at its next periodic sync, or at once
+when the pod changes. Once the pod is being deleted or has a terminal phase, its claims are
+unprepared; a failed unprepare is an error of the sync, retried after the back-off while the pod
+shows its containers stopped. A deleted pod then gets its terminal status and, at the next PLEG
+relist, its deletion is finished with grace period 0; a pod that reached Succeeded or Failed by
+itself keeps its object. How long each wait lasts is ``kubelet_dra.pods.backoff``'s only.
 """
 
 from __future__ import annotations
@@ -20,30 +20,16 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kubelet_dra.kube.client import KubeApiError, KubeClient, api_path
+from kubelet_dra.kube.client import KubeApiError, KubeClient, api_path, object_key
 from kubelet_dra.kube.events import PodEventReporter
 from kubelet_dra.log import Logger, get_logger
 from kubelet_dra.manager import DRAManager, PrepareError, UnprepareError
+from kubelet_dra.pods.backoff import PodSyncPeriods
 from kubelet_dra.pods.devices import HealthLookup, allocated_resources
 from kubelet_dra.pods.source import PodSource, finished
 from kubelet_dra.pods.status import now, pending_status, running_status, stopped_status
 
-DEFAULT_RETRY_PERIOD = 10.0
-"""The kubelet's pod worker back-off after a sync that failed (10 s, plus up to 50 % jitter)."""
-DEFAULT_RESYNC_PERIOD = 60.0
-"""The kubelet's ``--sync-frequency``: a synced pod (a failed prepare included) is synced again after it, plus up
-to 50 % jitter."""
-RESYNC_PER_RETRY = DEFAULT_RESYNC_PERIOD / DEFAULT_RETRY_PERIOD
-"""The kubelet's resync period is six back-off periods; a node given only a back-off keeps that ratio."""
-JITTER = 0.5
-CLEANUP_DELAY = 1.0
-"""The PLEG relist period: the kubelet finishes a stopped pod at the relist that sees its containers gone."""
 FAILED_PREPARE_REASON = "FailedPrepareDynamicResources"
-
-
-def _key(pod: Mapping[str, Any]) -> str:
-    meta = pod["metadata"]
-    return f"{meta['namespace']}/{meta['name']}"
 
 
 class PodWorkers:
@@ -56,18 +42,14 @@ class PodWorkers:
         manager: DRAManager,
         *,
         health: HealthLookup,
-        retry_period: float = DEFAULT_RETRY_PERIOD,
-        resync_period: float = DEFAULT_RESYNC_PERIOD,
-        cleanup_delay: float = CLEANUP_DELAY,
+        periods: PodSyncPeriods | None = None,
         rng: random.Random | None = None,
         on_change: Callable[[], None] = lambda: None,
     ) -> None:
         self._kube = kube
         self.manager = manager
         self._health = health
-        self._retry_period = retry_period
-        self._resync_period = resync_period
-        self._cleanup_delay = cleanup_delay
+        self._periods = periods or PodSyncPeriods()
         self._rng = rng or random.Random()
         self._on_change = on_change
         self._log = get_logger("pod-workers", node=node_name)
@@ -120,7 +102,7 @@ class PodWorkers:
         if changed:
             wake.set()
         if uid not in self._workers:
-            self._workers[uid] = asyncio.create_task(self._work(uid, pod), name=f"pod {_key(pod)}")
+            self._workers[uid] = asyncio.create_task(self._work(uid, pod), name=f"pod {object_key(pod)}")
 
     def _gone(self, uid: str) -> None:
         """The API object is gone; its worker (if it still runs) unprepares and ends."""
@@ -148,7 +130,7 @@ class PodWorkers:
                 stopped_unseen = False
                 if period is None:
                     return
-                await self._wait(wake, period * (1 + JITTER * self._rng.random()))
+                await self._wait(wake, period)
         finally:
             self._workers.pop(uid, None)
             self._wake.pop(uid, None)
@@ -159,10 +141,10 @@ class PodWorkers:
     async def _sync(
         self, uid: str, pod: dict[str, Any] | None, last: dict[str, Any], stopped_unseen: bool
     ) -> float | None:
-        """One sync; None when the pod is done, else how long until the next one (before jitter). A pod found
+        """One sync; None when the pod is done, else how long until the next one (``backoff``). A pod found
         Running and deleted by its worker's first sync (the node restarted while stopping it) is reported with its
         containers stopped first, as a restarted kubelet finds them in the runtime (kubelet 1.36.2, every run)."""
-        log = self._log.with_values(pod=_key(last), podUID=uid)
+        log = self._log.with_values(pod=object_key(last), podUID=uid)
         if pod is None or finished(pod):
             if pod is not None and stopped_unseen:
                 await self._write(pod, stopped_status(pod, final=False, at=now()), log)
@@ -172,9 +154,9 @@ class PodWorkers:
             try:
                 await self.manager.prepare_resources(pod)
             except PrepareError as err:
-                self.last_error = f"{_key(pod)}: {err}"
+                self.last_error = f"{object_key(pod)}: {err}"
                 await self._event(pod, FAILED_PREPARE_REASON, f"Failed to prepare dynamic resources: {err}")
-                return self._resync_period
+                return self._periods.resync(self._rng)
             for container in pod["spec"].get("containers") or []:
                 devices = self.manager.get_resources(pod, container["name"])
                 log.info("Starting container", container=container["name"], cdiDevices=devices)
@@ -183,7 +165,7 @@ class PodWorkers:
         resources = allocated_resources(self.manager, self._health, pod)
         await self._write(pod, running_status(pod, resources, at=now()), log)
         self._on_change()
-        return self._resync_period
+        return self._periods.resync(self._rng)
 
     async def _terminate(self, uid: str, pod: dict[str, Any] | None, last: dict[str, Any], log: Logger) -> float | None:
         """Stop the pod: unprepare its claims (the pod shows its containers stopped while that fails), then give a
@@ -193,18 +175,18 @@ class PodWorkers:
             await self.manager.unprepare_resources(last)
         except UnprepareError as err:
             log.error("Failed to terminate pod, will retry", err)
-            self.last_error = f"{_key(last)}: {err}"
+            self.last_error = f"{object_key(last)}: {err}"
             if pod is not None and deleting:
                 await self._write(pod, stopped_status(pod, final=False, at=now()), log)
-            return self._retry_period
+            return self._periods.back_off(self._rng)
         self.started.discard(uid)
         log.info("Unprepared dynamic resources of terminated pod")
         if pod is None or not deleting:
             return None
         final = stopped_status(pod, final=True, at=now())
         if (await self._write(pod, final, log)).get("status", {}).get("phase") != final["phase"]:
-            return self._retry_period
-        await asyncio.sleep(self._cleanup_delay)
+            return self._periods.back_off(self._rng)
+        await asyncio.sleep(self._periods.relist_period)
         return await self._delete(pod, log)
 
     async def _delete(self, pod: dict[str, Any], log: Logger) -> float | None:
@@ -217,8 +199,8 @@ class PodWorkers:
             if err.not_found:
                 return None
             log.error("Failed to delete terminated pod, will retry", err)
-            self.last_error = f"{_key(pod)}: {err}"
-            return self._retry_period
+            self.last_error = f"{object_key(pod)}: {err}"
+            return self._periods.back_off(self._rng)
         log.info("Deleted terminated pod")
         return None
 
@@ -252,6 +234,6 @@ class PodWorkers:
         """A Warning Event about the pod from the kubelet, as ``kubectl describe pod`` shows it; once per message."""
         try:
             if await self._events.report(pod, reason, message):
-                self._log.with_values(pod=_key(pod)).info("Warning event", reason=reason, message=message)
+                self._log.with_values(pod=object_key(pod)).info("Warning event", reason=reason, message=message)
         except KubeApiError as err:
             self._log.error("Cannot record event", err, reason=reason)

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 
 import attrs
 
+from kubelet_dra.gotext import go_duration
 from kubelet_dra.log import Logger
 
 INITIAL_DURATION_BEFORE_RETRY = 0.5
@@ -21,8 +22,8 @@ MAX_DURATION_BEFORE_RETRY = 122.0
 
 
 @attrs.frozen
-class Backoff:
-    """The lock-out of a path after its last failure."""
+class ExponentialBackoff:
+    """The lock-out of a path after its last failure (goroutinemap's ``exponentialbackoff``, not ``wait.Backoff``)."""
 
     duration: float
     last_error_time: float
@@ -32,26 +33,17 @@ class Backoff:
     def retry_at(self) -> float:
         return self.last_error_time + self.duration
 
-    def next(self, error: str, now: float) -> Backoff:
+    def next(self, error: str, now: float) -> ExponentialBackoff:
         duration = min(2 * self.duration, MAX_DURATION_BEFORE_RETRY)
-        return Backoff(duration, now, error)
+        return ExponentialBackoff(duration, now, error)
 
 
-def first_backoff(error: str, now: float) -> Backoff:
-    return Backoff(INITIAL_DURATION_BEFORE_RETRY, now, error)
+def first_backoff(error: str, now: float) -> ExponentialBackoff:
+    return ExponentialBackoff(INITIAL_DURATION_BEFORE_RETRY, now, error)
 
 
 class OperationFailed(Exception):
     """An operation's error; its text is what the kubelet would log for the attempt."""
-
-
-def go_duration(seconds: float) -> str:
-    """Go's ``time.Duration`` text for the durations used here: ``500ms``, ``2s``, ``1m4s``, ``2m2s``."""
-    if seconds < 1:
-        return f"{round(seconds * 1000)}ms"
-    minutes, rest = divmod(seconds, 60)
-    text = f"{rest:.3f}".rstrip("0").rstrip(".") + "s"
-    return f"{int(minutes)}m{text}" if minutes else text
 
 
 def go_time(epoch: float) -> str:
@@ -67,7 +59,7 @@ class OperationExecutor:
         self._log = log
         self._on_finished = on_finished
         self._running: dict[str, asyncio.Task[None]] = {}
-        self._backoff: dict[str, Backoff] = {}
+        self._backoff: dict[str, ExponentialBackoff] = {}
 
     def start(self, key: str, operation: Callable[[], Awaitable[None]]) -> bool:
         """Start ``operation`` for ``key`` unless one is running or the key is locked out."""
@@ -82,7 +74,7 @@ class OperationExecutor:
     def is_running(self, key: str) -> bool:
         return key in self._running
 
-    def backoff(self, key: str) -> Backoff | None:
+    def backoff(self, key: str) -> ExponentialBackoff | None:
         return self._backoff.get(key)
 
     def retry_at(self) -> float | None:
@@ -121,6 +113,6 @@ class OperationExecutor:
         self._backoff[key] = backoff
         self._log.error(
             f'Operation for "{key}" failed. No retries permitted until {go_time(backoff.retry_at)}'
-            f" (durationBeforeRetry {go_duration(backoff.duration)}). Error: {error}",
+            f" (durationBeforeRetry {go_duration(round(backoff.duration * 1e9))}). Error: {error}",
             socket=key,
         )

@@ -9,10 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from kubelet_dra.driver.knobs import written
+from kubelet_dra.errors import deprecated
 from kubelet_dra.scenarios import schema
 from kubelet_dra.scenarios.model import (
     DEFAULT_STEP_TIMEOUT,
     DEFAULT_WITHIN,
+    RENAMED_TIMING_KEYS,
     Condition,
     DriverDef,
     NodeSpec,
@@ -32,7 +34,7 @@ from kubelet_dra.scenarios.validate import Path as FieldPath
 def build(document: dict[str, Any], file: str, positions: Positions) -> Scenario:
     """The model of ``document``, read from ``file`` (``positions`` says where each step is written)."""
     node = document.get("node") or {}
-    timing = document.get("timing") or {}
+    timing = _renamed(document.get("timing") or {}, file, positions)
     metadata = document["metadata"]
     scenario_timing = Timing(
         step_timeout=seconds(timing.get("stepTimeout", DEFAULT_STEP_TIMEOUT)),
@@ -83,6 +85,17 @@ def _driver(driver: dict[str, Any]) -> DriverDef:
         env=dict(driver.get("env") or {}),
         start=driver.get("start", True),
     )
+
+
+def _renamed(timing: dict[str, Any], file: str, positions: Positions) -> dict[str, Any]:
+    """``timing`` with each key of an earlier version read as its new name (a warning names the new key)."""
+    timing = dict(timing)
+    for old, new in RENAMED_TIMING_KEYS.items():
+        if old in timing:
+            where = positions.at(("timing", old), key=True)
+            deprecated(f"timing.{old}", f"timing.{new}", where=f"{file}:{where.line}:{where.column}")
+            timing.setdefault(new, timing.pop(old))
+    return timing
 
 
 def _step(step: dict[str, Any], index: int, timing: Timing, positions: Positions, path: FieldPath) -> Step:

@@ -14,6 +14,7 @@ import attrs
 
 from kubelet_dra.node import NodeOptions
 from kubelet_dra.plugins import PluginMap
+from kubelet_dra.pods import PodSyncPeriods
 from kubelet_dra.release import RELEASES, KubeletRelease
 
 DEFAULT_WITHIN = 10.0
@@ -131,16 +132,23 @@ class Scenario:
         return attrs.evolve(self, node=attrs.evolve(self.node, options=options))
 
 
+POD_SYNC_KEYS = {"podBackOffPeriod": "back_off_period", "syncFrequency": "sync_frequency"}
+"""The pod workers' periods in a file's ``timing`` (``kubelet_dra.pods.backoff``), as the kubelet names them."""
+RENAMED_TIMING_KEYS = {"podRetryPeriod": "podBackOffPeriod", "podResyncPeriod": "syncFrequency"}
+"""Timing keys of earlier versions, still read (with a warning) as the key they were renamed to."""
+
+
 def node_options(node: Mapping[str, Any], timing: Mapping[str, Any]) -> NodeOptions:
     """The simulated kubelet's options from the file's ``node`` and ``timing`` sections."""
     durations = {
         "wipingDelay": "wiping_delay",
         "callTimeout": "call_timeout",
         "reconcilePeriod": "reconcile_period",
-        "podRetryPeriod": "pod_retry_period",
-        "podResyncPeriod": "pod_resync_period",
     }
     values: dict[str, Any] = {field: seconds(timing[key]) for key, field in durations.items() if key in timing}
+    pod_sync = {field: seconds(timing[key]) for key, field in POD_SYNC_KEYS.items() if key in timing}
+    if pod_sync:
+        values["pod_sync"] = PodSyncPeriods(**pod_sync)
     flags = {"kubeletTiming": "kubelet_timing", "legacyServices": "legacy_services", "health": "health"}
     values |= {field: bool(node[key]) for key, field in flags.items() if key in node}
     if "pluginMap" in node:

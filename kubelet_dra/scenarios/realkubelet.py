@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from operator import attrgetter
 from typing import Any
 
 import attrs
@@ -27,12 +28,12 @@ REAL_TIMING: dict[str, tuple[str, float]] = {
     "wiping_delay": ("wipingDelay", 30.0),
     "call_timeout": ("callTimeout", 45.0),
     "reconcile_period": ("reconcilePeriod", 60.0),
-    "pod_retry_period": ("podRetryPeriod", 90.0),
+    "pod_sync.sync_frequency": ("syncFrequency", 90.0),
 }
 """The simulated node's option → (the timing key, the real kubelet 1.36's constant in seconds): the ResourceSlice
 wiping delay, the DRA call timeout, the DRA manager's reconcile period, and the pod sync that retries a failed
-prepare: the pod worker's resync, 1 minute plus up to 50 % jitter (a failed prepare is retried only then or when
-the pod changes; kubelet 1.36.2 did not retry one within 62 s)."""
+prepare: the pod worker's resync (``--sync-frequency``), 1 minute plus up to 50 % jitter (a failed prepare is
+retried only then or when the pod changes; kubelet 1.36.2 did not retry one within 62 s)."""
 
 REFUSED_ACTIONS = {
     "prepare": "calls the simulated node's DRA manager by hand",
@@ -100,14 +101,15 @@ def extra_seconds(scenario: Scenario) -> float:
     """How much longer the real kubelet may take than the scenario's timing allows: the largest amount by which
     a real constant exceeds the value the scenario's simulated node runs with."""
     options = scenario.node.options
-    return max((real - getattr(options, field) for field, (_, real) in REAL_TIMING.items()), default=0.0)
+    return max((real - attrgetter(field)(options) for field, (_, real) in REAL_TIMING.items()), default=0.0)
 
 
 def timing_note(scenario: Scenario) -> str:
     """What the report says about the timings: the real constants in force and the scenario's values they replace."""
     options = scenario.node.options
     parts = [
-        f"{key} {real:g} s" + (f" (scenario: {getattr(options, field):g} s)" if getattr(options, field) != real else "")
+        f"{key} {real:g} s"
+        + (f" (scenario: {attrgetter(field)(options):g} s)" if attrgetter(field)(options) != real else "")
         for field, (key, real) in REAL_TIMING.items()
     ]
     return f"real kubelet timings: {', '.join(parts)}; deadlines extended by {extra_seconds(scenario):g} s"
@@ -132,7 +134,7 @@ def on_real_kubelet(scenario: Scenario) -> Scenario:
     return attrs.evolve(scenario, steps=tuple(step(original) for original in scenario.steps))
 
 
-KUBELET_CLOCK = ("wiping_delay", "call_timeout", "reconcile_period", "pod_retry_period", "pod_resync_period")
+KUBELET_CLOCK = ("wiping_delay", "call_timeout", "reconcile_period", "pod_sync")
 """The simulated node's options a scenario's ``timing`` shortens; their defaults are the real kubelet's constants."""
 
 

@@ -257,8 +257,8 @@ class Recorder:
             "timing": {
                 "wipingDelay": f"{options.wiping_delay:g}s",
                 "callTimeout": f"{options.call_timeout:g}s",
-                "podRetryPeriod": f"{options.pod_retry_period:g}s",
-                "podResyncPeriod": f"{options.pod_resync_period:g}s",
+                "podBackOffPeriod": f"{options.pod_sync.back_off_period:g}s",
+                "syncFrequency": f"{options.pod_sync.sync_frequency:g}s",
                 "reconcilePeriod": f"{options.reconcile_period:g}s",
                 "within": RECORDED_WITHIN,
             },

@@ -1,4 +1,4 @@
-"""The apimachinery ``wait.Backoff`` the kubelet retries ResourceSlice wiping with, step for step.
+"""apimachinery's ``wait.Backoff`` (the kubelet retries ResourceSlice wiping with it) and ``wait.Jitter``.
 
 Each step returns the current duration (with jitter) and multiplies it by the factor; when the
 next duration would exceed the cap it is capped *and the remaining steps drop to zero*. With the
@@ -25,15 +25,16 @@ class Backoff:
     def step(self) -> float:
         """The next wait; advances the backoff."""
         if self.steps < 1:
-            return self._jittered(self.duration)
+            return jitter(self.duration, self.jitter, self.rng)
         self.steps -= 1
         duration = self.duration
         self.duration *= self.factor
         if self.duration > self.cap:
             self.duration = self.cap
             self.steps = 0
-        return self._jittered(duration)
+        return jitter(duration, self.jitter, self.rng)
 
-    def _jittered(self, duration: float) -> float:
-        """``duration`` stretched by up to ``jitter`` (uniformly), like apimachinery's ``wait.Jitter``."""
-        return duration + self.rng.random() * self.jitter * duration if self.jitter > 0 else duration
+
+def jitter(duration: float, factor: float, rng: random.Random) -> float:
+    """``duration`` stretched by up to ``factor`` (uniformly), as apimachinery's ``wait.Jitter``."""
+    return duration + rng.random() * factor * duration if factor > 0 else duration

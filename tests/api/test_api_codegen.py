@@ -10,8 +10,8 @@ from kubelet_dra.api import codegen, dra_v1_pb2_grpc
 # The source checkout, not the installed package: the test suite may run against an installed copy.
 REPO = Path(__file__).resolve().parents[2]
 PROTO_DIR = REPO / "proto"
-COMMITTED_DIR = REPO / "kubelet_dra" / "api"
-KUBEPROTO_DIR = REPO / "kubelet_dra" / "kubeproto"
+COMMITTED_DIR = codegen.PACKAGE_DIR
+KUBEPROTO_DIR = codegen.KUBEPROTO_DIR
 
 PROTOS = [
     "dra_health_v1.proto",

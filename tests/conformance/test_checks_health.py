@@ -10,7 +10,7 @@ import pytest
 from kubelet_dra.api.services import DRA_HEALTH_V1
 from kubelet_dra.conformance.checks import all_checks
 from kubelet_dra.conformance.context import Capabilities, CheckContext, SuiteOptions
-from kubelet_dra.conformance.framework import CHECKS, HEALTH, NEEDS
+from kubelet_dra.conformance.framework import CHECKS, HEALTH
 from kubelet_dra.conformance.outcomes import CheckFailed
 from kubelet_dra.conformance.runner import run_suite
 from kubelet_dra.conformance.target import Selection, Target
@@ -23,7 +23,7 @@ from .reference import GPU, REFERENCE
 async def test_health_checks_skip_with_the_reason_when_the_driver_has_no_health_service() -> None:
     suite = await run_suite(Target(driver_cmd=REFERENCE), selection=Selection(focus=r"^HEA-"))
     assert [r.id for r in suite.results] == [c.id for c in all_checks() if c.id.startswith("HEA-")]
-    assert {(r.result, r.reason) for r in suite.results} == {(SKIPPED, NEEDS[HEALTH])}
+    assert {(r.result, r.reason) for r in suite.results} == {(SKIPPED, HEALTH.unmet)}
 
 
 def reached(bed: Testbed, health: dict[str, str]) -> bool:

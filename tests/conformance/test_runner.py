@@ -12,7 +12,7 @@ import pytest
 
 from kubelet_dra.conformance.checks import all_checks
 from kubelet_dra.conformance.context import CheckContext, SuiteOptions
-from kubelet_dra.conformance.framework import CHECKS, MUST, NEEDS, RESTART, SHOULD, Citation, check
+from kubelet_dra.conformance.framework import CHECKS, MUST, RESTART, SHOULD, Citation, check
 from kubelet_dra.conformance.runner import REGISTRATION_TAG, run_suite
 from kubelet_dra.conformance.target import Selection, Target
 from kubelet_dra.errors import UsageError
@@ -62,27 +62,52 @@ def probe_checks() -> Iterator[list[str]]:
     ids = ["ZZZ-901", "ZZZ-902", "ZZZ-903", "ZZZ-904", "ZZZ-905", "ZZZ-906"]
     seen: list[str] = []
 
-    @check(ids[0], "fails after making a claim and a call", tags=("prepare",), level=MUST, rule=RULE, reference="test")
+    @check(
+        ids[0],
+        "fails after making a claim and a call",
+        tags=("prepare",),
+        level=MUST,
+        why="test",
+        rule=RULE,
+        reference="test",
+    )
     async def fails(ctx: CheckContext) -> None:
         claim = await ctx.allocated_claim(1)
         seen.append(claim["metadata"]["name"])
         await ctx.prepare(claim)
         ctx.fail("on purpose")
 
-    @check(ids[1], "finds the previous check's claim gone", tags=("prepare",), level=MUST, rule=RULE, reference="test")
+    @check(
+        ids[1],
+        "finds the previous check's claim gone",
+        tags=("prepare",),
+        level=MUST,
+        why="test",
+        rule=RULE,
+        reference="test",
+    )
     async def cleaned(ctx: CheckContext) -> None:
         ctx.expect(await objects.get(ctx.bed.kube, "ResourceClaim", seen[0]) is None, "claim left behind")
         ctx.expect(not ctx.calls(), "calls of the previous check leak into this one")
 
-    @check(ids[2], "hangs", tags=("slow",), level=MUST, rule=RULE, reference="test")
+    @check(ids[2], "hangs", tags=("slow",), level=MUST, why="test", rule=RULE, reference="test")
     async def hangs(ctx: CheckContext) -> None:
         await asyncio.sleep(30)
 
-    @check(ids[3], "crashes", tags=("prepare",), level=MUST, rule=RULE, reference="test")
+    @check(ids[3], "crashes", tags=("prepare",), level=MUST, why="test", rule=RULE, reference="test")
     async def crashes(ctx: CheckContext) -> None:
         raise RuntimeError("bug in the check")
 
-    @check(ids[4], "needs a restart", tags=("lifecycle",), level=MUST, rule=RULE, reference="test", needs=(RESTART,))
+    @check(
+        ids[4],
+        "needs a restart",
+        tags=("lifecycle",),
+        level=MUST,
+        why="test",
+        rule=RULE,
+        reference="test",
+        needs=(RESTART,),
+    )
     async def restarts(ctx: CheckContext) -> None:
         raise AssertionError("never runs without --driver-cmd")
 
@@ -91,6 +116,7 @@ def probe_checks() -> Iterator[list[str]]:
         "fails a recommendation",
         tags=("prepare",),
         level=SHOULD,
+        why="test",
         rule=RULE,
         reference="test",
     )
@@ -131,7 +157,7 @@ async def test_an_already_running_driver_is_checked_and_restart_checks_skip(prob
         suite = await run_suite(target, selection=Selection(focus=r"^(REG-00[1-5]|SLC-001|ZZZ-905)"))
     results = suite.by_id()
     assert results["ZZZ-905"].result == "skipped"
-    assert results["ZZZ-905"].reason == NEEDS[RESTART]
+    assert results["ZZZ-905"].reason == RESTART.unmet
     assert suite.ids("failed") == [], {r.id: r.reason for r in suite.results if r.result == "failed"}
     assert suite.capabilities.driver_name == GPU and not suite.capabilities.can_restart
 

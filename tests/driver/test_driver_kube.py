@@ -1,4 +1,4 @@
-"""``kubelet_dra.kube``: kubeconfig errors, async requests and watches, and the resource.k8s.io version fallback."""
+"""``kubelet_dra.kube``: kubeconfig errors, async requests and watches, and the resource.k8s.io fallback."""
 
 from __future__ import annotations
 

@@ -123,7 +123,7 @@ async def test_the_real_scheduler_spreads_pods_across_the_nodes_of_one_process(
     nodes, count = variant.nodes, len(variant.nodes)
     run = await asyncio.create_subprocess_exec(
         *(sys.executable, "-m", "kubelet_dra", "run", "--nodes", variant.pattern, "--root-dir", str(short_dir)),
-        *("--pod-retry-period", "0.5", "--pod-resync-period", "0.5", *variant.flags(cluster, interop_bin)),
+        *("--pod-back-off-period", "0.5", "--sync-frequency", "0.5", *variant.flags(cluster, interop_bin)),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )

@@ -127,7 +127,7 @@ async def test_a_pod_runs_on_the_simulated_node_through_the_real_control_plane(
     started = time.monotonic()
     node = await KubeletDRAProcess.start(
         *("run", "--node-name", NODE, "--registry-dir", str(dirs["registry"]), *join.node_args),
-        *("--state-dir", str(tmp_path / "state"), "--pod-retry-period", "0.5", "--pod-resync-period", "0.5"),
+        *("--state-dir", str(tmp_path / "state"), "--pod-back-off-period", "0.5", "--sync-frequency", "0.5"),
         env=join.node_env,
     )
     driver_log = (tmp_path / "driver.log").open("w")

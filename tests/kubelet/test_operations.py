@@ -7,8 +7,9 @@ import logging
 
 import pytest
 
+from kubelet_dra.gotext import go_duration
 from kubelet_dra.log import get_logger
-from kubelet_dra.registration.operations import OperationExecutor, OperationFailed, go_duration
+from kubelet_dra.registration.operations import OperationExecutor, OperationFailed
 from kubelet_dra.registration.triggers import ChangeTrigger, PeriodicTrigger
 
 from .support import FakeClock, settle
@@ -85,7 +86,14 @@ async def test_one_operation_per_key_at_a_time_but_keys_run_concurrently(clock: 
 
 
 def test_go_durations():
-    assert [go_duration(d) for d in (0.5, 1, 2, 16, 64, 122)] == ["500ms", "1s", "2s", "16s", "1m4s", "2m2s"]
+    assert [go_duration(round(d * 1e9)) for d in (0.5, 1, 2, 16, 64, 122)] == [
+        "500ms",
+        "1s",
+        "2s",
+        "16s",
+        "1m4s",
+        "2m2s",
+    ]
 
 
 async def test_periodic_trigger_ignores_pokes_and_waits_one_second(clock: FakeClock):

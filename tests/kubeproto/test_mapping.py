@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kubelet_dra.gotext import go_duration
 from kubelet_dra.kubeproto import mapping
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "kube-apiserver-1.36" / "protobuf"
@@ -90,7 +91,7 @@ def test_opaque_driver_config_survives_as_json():
     ],
 )
 def test_durations_are_written_and_read_as_go_does(nanos: int, text: str):
-    assert mapping.go_duration(nanos) == text
+    assert go_duration(nanos) == text
     assert mapping.parse_go_duration(text) == nanos
 
 

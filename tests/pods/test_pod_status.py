@@ -16,7 +16,7 @@ from helpers import eventually
 from nodeenv import GPU, NAMESPACE, NodeEnv
 
 from kubelet_dra.kube.client import api_path
-from kubelet_dra.pods import history
+from kubelet_dra.pods import PodSyncPeriods, history
 
 REAL = json.loads((Path(__file__).parents[1] / "fixtures" / "kubelet-1.36" / "pod-status-histories.json").read_text())
 FAILED_PREPARE = "FailedPrepareDynamicResources"
@@ -132,7 +132,7 @@ async def test_a_restarted_node_shows_the_stopped_containers_of_a_pod_it_was_del
 async def test_a_failed_prepare_is_retried_at_the_next_sync_not_at_its_own_status_writes(env: NodeEnv) -> None:
     # The real kubelet counts a failed prepare as a finished sync: the pod is synced again after the resync period
     # (60-90 s there); the status it wrote meanwhile (Pending, ContainerCreating) does not wake it.
-    async with env.pod_node(pod_resync_period=1.0) as node:
+    async with env.pod_node(pod_sync=PodSyncPeriods(back_off_period=0.2, sync_frequency=1.0)) as node:
         driver = await env.start_driver(node)
         await driver.fault("set", "prepare-error=no power")
         pod = await env.pod_with_claim()
@@ -146,7 +146,7 @@ async def test_a_failed_prepare_is_retried_at_the_next_sync_not_at_its_own_statu
 
 
 async def test_a_pod_whose_prepare_failed_is_synced_at_once_when_it_changes(env: NodeEnv) -> None:
-    async with env.pod_node(pod_resync_period=60.0) as node:
+    async with env.pod_node(pod_sync=PodSyncPeriods(back_off_period=0.2, sync_frequency=60.0)) as node:
         driver = await env.start_driver(node)
         await driver.fault("set", "prepare-error=no power")
         pod = await env.pod_with_claim()

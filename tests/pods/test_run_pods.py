@@ -21,9 +21,9 @@ async def test_run_prepares_runs_and_finishes_deleted_pods(env: NodeEnv) -> None
             str(env.kubeconfig),
             "--reconcile-period",
             "5",
-            "--pod-retry-period",
+            "--pod-back-off-period",
             "0.2",
-            "--pod-resync-period",
+            "--sync-frequency",
             "0.2",
         ),
     )
@@ -58,7 +58,7 @@ async def test_run_killed_after_the_checkpoint_unprepares_through_the_driver_whe
     """SIGKILL after prepare; the pod is deleted while the node is down; the next ``run`` on the same root dir
     reads the checkpoint, unprepares the claim through the driver (its CDI spec goes) and finishes the pod."""
     flags = ("run", "--node-name", env.node_name, "--registry-dir", str(env.registry), "--kubeconfig")
-    flags += (str(env.kubeconfig), "--pod-retry-period", "0.2", "--pod-resync-period", "0.2")
+    flags += (str(env.kubeconfig), "--pod-back-off-period", "0.2", "--sync-frequency", "0.2")
     first = await KubeletDRAProcess.start(*flags)
     await first.wait_line("Plugin Watcher Start")
     await env.spawn_driver()
@@ -107,9 +107,9 @@ async def test_run_serves_the_dra_metrics(env: NodeEnv) -> None:
         *(
             "--kubeconfig",
             str(env.kubeconfig),
-            "--pod-retry-period",
+            "--pod-back-off-period",
             "0.2",
-            "--pod-resync-period",
+            "--sync-frequency",
             "0.2",
             "--metrics-port",
             str(port),

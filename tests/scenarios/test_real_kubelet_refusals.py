@@ -92,13 +92,13 @@ async def test_bad_flags_are_one_line_usage_errors(kubelet_136: str, flags: list
 
 
 def test_deadlines_follow_the_real_timing():
-    scenario = load(str(LIBRARY / "pod-lifecycle.yaml"))  # timing: podRetryPeriod 300ms, within 3s
+    scenario = load(str(LIBRARY / "pod-lifecycle.yaml"))  # timing: syncFrequency 300ms, within 3s
     real = realkubelet.on_real_kubelet(scenario)
     assert realkubelet.extra_seconds(scenario) == pytest.approx(89.7)
     condition = next(step for step in real.steps if step.conditions).conditions[0]
     assert condition.within == pytest.approx(3 + 89.7)
     note = realkubelet.timing_note(scenario)
-    assert "wipingDelay 30 s (scenario: 2 s)" in note and "podRetryPeriod 90 s (scenario: 0.3 s)" in note
+    assert "wipingDelay 30 s (scenario: 2 s)" in note and "syncFrequency 90 s (scenario: 0.3 s)" in note
 
 
 def test_a_hold_that_outlasts_the_wiping_delay_outlasts_the_real_one():
@@ -117,6 +117,6 @@ def test_one_clock_gives_kubelet_dra_the_real_constants_and_the_real_deadlines()
     ours = realkubelet.on_kubelet_clock(scenario)
     options = ours.node.options
     assert (options.wiping_delay, options.call_timeout, options.reconcile_period) == (30.0, 45.0, 60.0)
-    assert (options.pod_retry_period, options.pod_resync_period, options.kubelet_timing) == (10.0, 60.0, True)
+    assert (options.pod_sync.back_off_period, options.pod_sync.sync_frequency, options.kubelet_timing) == (10.0, 60.0, True)
     assert ours.steps == realkubelet.on_real_kubelet(scenario).steps
     assert options.release == scenario.node.options.release

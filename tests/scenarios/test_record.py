@@ -36,9 +36,9 @@ async def test_a_recorded_node_replays_to_the_same_expectations(short_dir: Path)
             *(
                 "--state-dir",
                 str(short_dir / "state"),
-                "--pod-retry-period",
+                "--pod-back-off-period",
                 "0.3",
-                "--pod-resync-period",
+                "--sync-frequency",
                 "0.3",
                 "--wiping-delay",
                 "2",

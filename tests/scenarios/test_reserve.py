@@ -25,7 +25,7 @@ apiVersion: kubelet-dra.dev/v1alpha1
 kind: Scenario
 metadata: {name: reserved-by-hand}
 node: {controlPlane: false}
-timing: {podRetryPeriod: 60s, podResyncPeriod: 60s, within: 5s}
+timing: {podBackOffPeriod: 60s, syncFrequency: 60s, within: 5s}
 drivers:
   - {id: gpu, name: gpu.example.com, reference: {devices: 2}}
 objects:

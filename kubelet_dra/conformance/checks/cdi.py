@@ -56,6 +56,7 @@ def env_conflicts(edits: ContainerEdits) -> dict[str, set[str]]:
     "every CDI device ID is fully qualified (vendor/class=name)",
     tags=TAGS,
     level=MUST,
+    why="a runtime rejects an ID that is not vendor/class=name: the container does not start",
     rule=rules.CDI_IDS,
     reference=rules.cite(rules.protocol("driver-contract", "C11"), rules.CDI_SPEC),
 )
@@ -70,6 +71,7 @@ async def qualified(ctx: CheckContext) -> None:
     "every CDI device ID is declared in a spec file under the CDI root when prepare returns",
     tags=TAGS,
     level=MUST,
+    why="an ID without a spec file fails container creation (CDI device injection failed)",
     rule=rules.CDI_RESOLVE,
     reference=rules.cite(
         rules.protocol("grpc-api"), rules.protocol("driver-contract", "C11"), rules.DRA_API, rules.CDI_SPEC
@@ -86,6 +88,10 @@ async def resolvable(ctx: CheckContext) -> None:
     "preparing a claim again resolves its CDI IDs to the same container edits",
     tags=TAGS,
     level=SHOULD,
+    why=(
+        "should: the kubelet re-prepares after a restart and gives containers created later the new edits; "
+        "differing edits confuse, fail nothing"
+    ),
     rule=rules.IDEMPOTENT_PREPARE,
     reference=rules.cite(rules.protocol("driver-contract", "C8", "C11")),
 )
@@ -104,6 +110,7 @@ async def stable_edits(ctx: CheckContext) -> None:
     "after unprepare and a new prepare, the CDI IDs resolve again",
     tags=TAGS,
     level=MUST,
+    why="a claim prepared again for a new pod must resolve, or that pod's container fails",
     rule=rules.CDI_RESOLVE,
     reference=rules.cite(
         rules.protocol("dra-manager"), rules.protocol("driver-contract", "C11"), rules.DRA_MANAGER_GO, rules.CDI_SPEC
@@ -121,6 +128,7 @@ async def recreated(ctx: CheckContext) -> None:
     "a pod's containers get CDI devices that resolve (warns when they set a variable to two values)",
     tags=(*TAGS, "lifecycle"),
     level=MUST,
+    why="the kubelet hands these IDs to the runtime for each container; one that does not resolve fails it",
     rule=rules.DEVICES_TO_RUNTIME,
     reference=rules.cite(
         rules.protocol("grpc-api"), rules.protocol("dra-manager"), rules.DRA_API, rules.DRA_MANAGER_GO
@@ -145,6 +153,7 @@ async def pod_devices(ctx: CheckContext) -> None:
     "the CDI spec files under the CDI root can all be read by a runtime",
     tags=TAGS,
     level=SHOULD,
+    why="should: a broken spec file of another claim does not stop this claim's devices; the runtime reports it",
     rule=rules.CDI_SPEC_FILES,
     reference=rules.cite(rules.protocol("grpc-api"), rules.DRA_API, rules.CDI_SPEC),
 )
@@ -160,6 +169,7 @@ async def well_formed(ctx: CheckContext) -> None:
     "a pod's container gets at least one environment variable from the driver's CDI edits",
     tags=(*TAGS, "lifecycle"),
     level=SHOULD,
+    why=("should: KEP-5970's way to see a device in a container; a driver with device nodes or mounts only is valid"),
     rule=rules.DRIVER_VARIABLES,
     reference=rules.cite(rules.protocol("dra-manager"), rules.DRA_MANAGER_GO, rules.KEP_5970),
 )

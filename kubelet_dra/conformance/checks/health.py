@@ -109,6 +109,7 @@ def first(ctx: CheckContext, stream: Watch) -> HealthResponse:
     f"NodeWatchResources sends a first device list within {FIRST_MESSAGE_WITHIN:g} s",
     tags=TAGS,
     level=SHOULD,
+    why="should: health is optional (KEP-4680) and the kubelet waits for a list; 5 s is our bound",
     rule=rules.HEALTH_COMPLETE_LIST,
     reference=rules.cite(
         rules.protocol("device-health"), rules.protocol("driver-contract", "C14"), rules.HEALTH_INFO_GO, rules.KEP_4680
@@ -125,6 +126,7 @@ async def first_message(ctx: CheckContext) -> None:
     "every health message is the full list: each device published for this node, once",
     tags=TAGS,
     level=SHOULD,
+    why="should: the API says the list *should* be complete; devices left out stay Unknown",
     rule=rules.HEALTH_COMPLETE_LIST,
     reference=rules.cite(
         rules.protocol("device-health"), rules.protocol("driver-contract", "C14"), rules.HEALTH_INFO_GO, rules.KEP_4680
@@ -147,6 +149,7 @@ async def full_list(ctx: CheckContext) -> None:
     "each device's health entry is valid: a known state, a sane timestamp and timeout, a short message",
     tags=TAGS,
     level=SHOULD,
+    why="should: the kubelet clamps the timeout, cuts the message and overwrites the timestamp",
     rule=rules.HEALTH_FIELDS,
     reference=rules.cite(
         rules.protocol("device-health"),
@@ -179,6 +182,7 @@ async def valid_entries(ctx: CheckContext) -> None:
     "the stream repeats the full list more often than the devices' health timeout",
     tags=(*TAGS, "slow"),
     level=SHOULD,
+    why="should: without repeats devices turn Unknown after their timeout, pods still run",
     rule=rules.HEALTH_TIMEOUT,
     reference=rules.cite(
         rules.protocol("device-health"), rules.protocol("driver-contract", "C14"), rules.HEALTH_INFO_GO, rules.KEP_4680
@@ -206,6 +210,7 @@ async def repeats(ctx: CheckContext) -> None:
     "the node sees every published device's health (none Unknown) through its own stream",
     tags=TAGS,
     level=SHOULD,
+    why="should: what HEA-002 causes, seen through the node; pods still run",
     rule=rules.HEALTH_COMPLETE_LIST,
     reference=rules.cite(rules.protocol("device-health"), rules.HEALTH_INFO_GO, rules.KEP_4680),
     needs=NEEDS,

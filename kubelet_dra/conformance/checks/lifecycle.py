@@ -94,6 +94,7 @@ async def finish(ctx: CheckContext, pods: list[dict[str, Any]], claims: list[Map
     "a pod with two claims runs, and deleting it unprepares both",
     tags=(*TAGS, "prepare", "unprepare"),
     level=MUST,
+    why="a failed prepare keeps the pod Pending, a failed unprepare keeps it Terminating (F15)",
     rule=rules.POD_LIFECYCLE,
     reference=rules.cite(rules.protocol("dra-manager"), rules.DRA_MANAGER_GO),
 )
@@ -106,6 +107,7 @@ async def pod_with_two_claims(ctx: CheckContext) -> None:
     f"{CONCURRENT_PODS} pods started and deleted at the same time all run and finish",
     tags=(*TAGS, "prepare", "unprepare"),
     level=MUST,
+    why="pod workers call concurrently; a driver that serialises badly fails pods",
     rule=rules.CONCURRENT_CALLS,
     reference=rules.cite(rules.protocol("driver-contract", "C12"), rules.protocol("dra-manager"), rules.DRA_MANAGER_GO),
 )
@@ -118,6 +120,7 @@ async def concurrent_pods(ctx: CheckContext) -> None:
     "a gracefully stopped driver removes both its sockets, and the node deregisters it",
     tags=DISRUPTIVE,
     level=MUST,
+    why="the helper's contract for rolling updates; a stale socket keeps a dead instance registered",
     rule=rules.SOCKETS_REMOVED,
     reference=rules.cite(
         rules.protocol("driver-contract", "C16"), rules.protocol("registration"), rules.OPERATION_GENERATOR_GO
@@ -147,6 +150,7 @@ async def sockets_removed(ctx: CheckContext) -> None:
     "a restarted driver registers again and prepares claims",
     tags=DISRUPTIVE,
     level=MUST,
+    why="every upgrade restarts the driver; a driver that does not register again stops the node's pods",
     rule=rules.DRIVER_RESTART,
     reference=rules.cite(rules.protocol("driver-contract", "C17"), rules.protocol("registration"), rules.RECONCILER_GO),
     needs=(RESTART,),
@@ -163,6 +167,7 @@ async def restart(ctx: CheckContext) -> None:
     "claims prepared before a driver restart are prepared the same after it, and unprepared",
     tags=(*DISRUPTIVE, "prepare", "unprepare"),
     level=MUST,
+    why=("the kubelet unprepares claims prepared before the restart; losing them leaks devices or fails unprepare"),
     rule=rules.CLAIMS_ACROSS_RESTART,
     reference=rules.cite(
         rules.protocol("dra-manager"),
@@ -189,6 +194,7 @@ async def prepared_survive_restart(ctx: CheckContext) -> None:
     "a driver that crashed (SIGKILL, sockets left behind) registers again when started",
     tags=DISRUPTIVE,
     level=MUST,
+    why="a crash leaves sockets behind; the new process must take over the path",
     rule=rules.DRIVER_RESTART,
     reference=rules.cite(
         rules.protocol("driver-contract", "C16"),
@@ -210,6 +216,7 @@ async def crash(ctx: CheckContext) -> None:
     "after a kubelet restart the driver registers again and republishes its wiped slices",
     tags=(*DISRUPTIVE, "slow"),
     level=MUST,
+    why="every kubelet start re-registers and wipes slices; without both nothing schedules",
     rule=rules.REREGISTRATION,
     reference=rules.cite(
         rules.protocol("driver-contract", "C17"),
@@ -235,6 +242,7 @@ async def node_restart(ctx: CheckContext) -> None:
     "a pod running across a driver restart is deleted cleanly (its claim unprepared)",
     tags=(*DISRUPTIVE, "unprepare"),
     level=MUST,
+    why="a pod across a driver restart must still finish (F15)",
     rule=rules.POD_LIFECYCLE,
     reference=rules.cite(rules.protocol("dra-manager"), rules.protocol("failure-modes", "F15"), rules.DRA_MANAGER_GO),
     needs=(RESTART,),
@@ -253,6 +261,7 @@ async def pod_across_restart(ctx: CheckContext) -> None:
     "the driver prepares claims again after the API server was restarted",
     tags=DISRUPTIVE,
     level=MUST,
+    why="the helper reads each claim from the API server; it must recover from an API outage",
     rule=rules.CLAIMS_FROM_API,
     reference=rules.cite(rules.protocol("driver-helper"), rules.KUBELETPLUGIN_GO),
     needs=(EMBEDDED,),
@@ -270,6 +279,7 @@ async def apiserver_restart(ctx: CheckContext) -> None:
     "after a pod holding all devices that fit at once is deleted, a new pod with a new claim for them runs",
     tags=(*TAGS, "prepare", "unprepare"),
     level=MUST,
+    why="KEP-5970 behaviour 7: devices given back by a deleted pod must serve the next one",
     rule=rules.RESOURCE_REUSE,
     reference=rules.cite(rules.protocol("dra-manager"), rules.DRA_MANAGER_GO, rules.KEP_5970),
 )

@@ -68,6 +68,7 @@ async def accepted_claim(ctx: CheckContext) -> None:
     "an empty NodePrepareResources request returns OK with an empty map",
     tags=TAGS,
     level=SHOULD,
+    why="should: the kubelet never sends an empty request; liveness probes do",
     rule=rules.EMPTY_REQUEST,
     reference=rules.cite(rules.protocol("driver-contract", "C13")),
 )
@@ -81,6 +82,7 @@ async def empty_request(ctx: CheckContext) -> None:
     "one claim is prepared with exactly its allocated devices, keyed by its UID",
     tags=TAGS,
     level=MUST,
+    why="the kubelet fails the pod on a missing or foreign key (F16, F17)",
     rule=rules.PREPARE_EVERY_CLAIM,
     reference=rules.cite(rules.protocol("driver-contract", "C7", "C11")),
 )
@@ -95,6 +97,7 @@ async def one_claim(ctx: CheckContext) -> None:
     "a batch of claims gets one entry per claim UID and no other keys",
     tags=TAGS,
     level=MUST,
+    why="the same for batches: one entry per claim UID, no other key",
     rule=rules.PREPARE_EVERY_CLAIM,
     reference=rules.cite(rules.protocol("driver-contract", "C7"), rules.protocol("failure-modes", "F16–F17")),
 )
@@ -109,6 +112,7 @@ async def batch(ctx: CheckContext) -> None:
     "each device names the request it was allocated for (claims with several requests)",
     tags=TAGS,
     level=MUST,
+    why="a device not naming its request reaches no container asking for that request",
     rule=rules.REQUEST_NAMES,
     reference=rules.cite(rules.protocol("grpc-api"), rules.protocol("driver-contract", "C11"), rules.DRA_API),
 )
@@ -124,6 +128,7 @@ async def several_requests(ctx: CheckContext) -> None:
     "preparing a prepared claim again returns the same devices (--idempotency-count times)",
     tags=TAGS,
     level=MUST,
+    why="the kubelet prepares again after a restart; different devices break running containers",
     rule=rules.IDEMPOTENT_PREPARE,
     reference=rules.cite(rules.protocol("driver-contract", "C8"), rules.protocol("dra-manager"), rules.DRA_MANAGER_GO),
 )
@@ -154,6 +159,7 @@ async def _claim_of_missing_device(ctx: CheckContext, model: dict[str, Any]) -> 
     "a failing claim is reported in its entry's error while the other claims of the batch are prepared",
     tags=TAGS,
     level=SHOULD,
+    why="should: the API says failures *can* be per claim; a gRPC error only retries the whole batch",
     rule=rules.PREPARE_ERRORS,
     reference=rules.cite(rules.protocol("driver-contract", "C10"), rules.protocol("grpc-api"), rules.DRA_API),
 )
@@ -184,6 +190,7 @@ async def per_claim_error(ctx: CheckContext) -> None:
     "NodePrepareResources answers well within the kubelet's 45 s (warns past --latency-warning)",
     tags=TAGS,
     level=MUST,
+    why="past 45 s the kubelet cancels the call and the pod does not start",
     rule=rules.CALL_TIMEOUT,
     reference=rules.cite(rules.protocol("numbers"), rules.protocol("driver-contract", "C7"), rules.DRA_PLUGIN_GO),
 )
@@ -200,6 +207,7 @@ async def latency(ctx: CheckContext) -> None:
     f"{CONCURRENT_CALLS} concurrent NodePrepareResources calls for different claims all succeed",
     tags=TAGS,
     level=MUST,
+    why="pod workers of different pods call at the same time",
     rule=rules.CONCURRENT_CALLS,
     reference=rules.cite(rules.protocol("driver-contract", "C12"), rules.protocol("dra-manager"), rules.DRA_MANAGER_GO),
 )

@@ -52,6 +52,7 @@ async def _info(ctx: CheckContext, timeout: float = GET_INFO_BUDGET) -> Any:
     "registration socket is a Unix socket directly in the registry dir, name not starting with '.'",
     tags=TAGS,
     level=MUST,
+    why="the kubelet never sees a socket elsewhere or dot-named (F1)",
     rule=rules.WATCHED_SOCKET,
     reference=rules.cite(
         rules.protocol("driver-contract", "C1"), rules.protocol("failure-modes", "F1"), rules.PLUGIN_WATCHER_GO
@@ -77,6 +78,7 @@ async def registration_socket(ctx: CheckContext) -> None:
     "the node registers the driver and connects to its service",
     tags=TAGS,
     level=MUST,
+    why="registration is the entry to everything else",
     rule=rules.REGISTERED,
     reference=rules.cite(rules.protocol("driver-contract", "C2–C6"), rules.protocol("failure-modes", "F1–F10")),
 )
@@ -90,6 +92,7 @@ async def node_registers(ctx: CheckContext) -> None:
     "GetInfo answers within 1 s",
     tags=TAGS,
     level=MUST,
+    why="the kubelet's 1 s GetInfo deadline (F3)",
     rule=rules.GET_INFO_TIMEOUT,
     reference=rules.cite(rules.protocol("driver-contract", "C2"), rules.protocol("failure-modes", "F3")),
 )
@@ -106,6 +109,7 @@ async def get_info_in_time(ctx: CheckContext) -> None:
     'GetInfo reports type "DRAPlugin"',
     tags=TAGS,
     level=MUST,
+    why="any other type never reaches the DRA handler (F4)",
     rule=rules.PLUGIN_TYPE,
     reference=rules.cite(rules.protocol("driver-contract", "C2"), rules.protocol("failure-modes", "F4")),
 )
@@ -122,6 +126,7 @@ async def get_info_type(ctx: CheckContext) -> None:
     "GetInfo names the driver: a non-empty DNS subdomain, the name the suite was given",
     tags=TAGS,
     level=MUST,
+    why="claims name the driver; an empty or other name is never found (F12)",
     rule=rules.PLUGIN_NAME,
     reference=rules.cite(rules.protocol("driver-contract", "C2"), rules.REGISTRATION_API),
 )
@@ -142,6 +147,7 @@ async def get_info_name(ctx: CheckContext) -> None:
     "supported_versions lists v1.DRAPlugin or v1beta1.DRAPlugin",
     tags=(*TAGS, "versions"),
     level=MUST,
+    why="no supported service: refused (F5, F6)",
     rule=rules.SUPPORTED_VERSIONS,
     reference=rules.cite(
         rules.protocol("driver-contract", "C3"), rules.protocol("failure-modes", "F5–F6"), rules.REGISTRATION_API
@@ -160,6 +166,7 @@ async def supported_versions(ctx: CheckContext) -> None:
     "GetInfo endpoint is an absolute path to an existing Unix socket",
     tags=TAGS,
     level=MUST,
+    why="the kubelet dials this path on the host; a wrong one wipes the slices 30 s later (F10)",
     rule=rules.ENDPOINT,
     reference=rules.cite(
         rules.protocol("driver-contract", "C4"), rules.protocol("failure-modes", "F8", "F10"), rules.REGISTRATION_API
@@ -184,6 +191,7 @@ async def endpoint_path(ctx: CheckContext) -> None:
     "NotifyRegistrationStatus(true) is accepted without an error within 5 s",
     tags=TAGS,
     level=MUST,
+    why="a failing NotifyRegistrationStatus(true) deregisters the driver again (F9)",
     rule=rules.NOTIFY_TRUE,
     reference=rules.cite(rules.protocol("driver-contract", "C6"), rules.protocol("failure-modes", "F9")),
 )
@@ -213,6 +221,7 @@ async def _notify(ctx: CheckContext, request: Any, timeout: float) -> Any:
     "NotifyRegistrationStatus(false) is answered and the driver keeps serving",
     tags=TAGS,
     level=SHOULD,
+    why="should: the kubelet retries a refused driver anyway; keeping serving only helps the retry",
     rule=rules.NOTIFY_FALSE,
     reference=rules.cite(
         rules.protocol("registration"),
@@ -245,6 +254,7 @@ async def notify_false(ctx: CheckContext) -> None:
     "GetInfo answers the same on fresh connections and matches what the node registered",
     tags=TAGS,
     level=MUST,
+    why="the kubelet registers the driver again at every start and trusts that answer",
     rule=rules.REREGISTRATION,
     reference=rules.cite(
         rules.protocol("registration"), rules.protocol("driver-contract", "C17"), rules.OPERATION_GENERATOR_GO
@@ -267,6 +277,7 @@ async def get_info_stable(ctx: CheckContext) -> None:
     "one registration socket and one service endpoint per driver instance",
     tags=TAGS,
     level=SHOULD,
+    why="should: the kubelet refuses the second socket for one endpoint (F7) and keeps the first",
     rule=rules.ONE_SOCKET_PER_INSTANCE,
     reference=rules.cite(rules.protocol("failure-modes", "F7", "F20")),
 )
@@ -286,6 +297,7 @@ async def one_instance(ctx: CheckContext) -> None:
     "the registration socket answers an unknown method with UNIMPLEMENTED, promptly",
     tags=TAGS,
     level=SHOULD,
+    why="should: gRPC convention; the kubelet calls no unknown method",
     rule=rules.GRPC_UNIMPLEMENTED,
     reference=rules.cite(rules.protocol("registration"), rules.OPERATION_GENERATOR_GO, rules.GRPC_STATUS),
 )

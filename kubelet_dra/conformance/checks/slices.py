@@ -46,6 +46,7 @@ async def _all(ctx: CheckContext) -> list[dict[str, Any]]:
     "ResourceSlices are published for this node",
     tags=TAGS,
     level=MUST,
+    why="without slices nothing is allocated (KEP-5970 behaviour 2)",
     rule=rules.SLICES_PUBLISHED,
     reference=rules.cite(
         rules.protocol("driver-contract", "C15"),
@@ -64,6 +65,7 @@ async def published(ctx: CheckContext) -> None:
     "every slice names the driver, a node placement, a pool with generation and slice count",
     tags=TAGS,
     level=MUST,
+    why="the API server and scheduler need driver, placement and pool",
     rule=rules.SLICE_FIELDS,
     reference=rules.cite(rules.protocol("driver-contract", "C15")),
 )
@@ -94,6 +96,7 @@ async def well_formed(ctx: CheckContext) -> None:
     "the slices of a pool agree on its generation and their number is its resourceSliceCount",
     tags=TAGS,
     level=MUST,
+    why="the scheduler does not allocate from an incomplete pool",
     rule=rules.POOL_COMPLETE,
     reference=rules.cite(rules.protocol("driver-helper"), rules.RESOURCESLICE_GO, rules.KEP_4381),
 )
@@ -113,6 +116,7 @@ async def pools_complete(ctx: CheckContext) -> None:
     "device names are DNS labels, unique within their pool",
     tags=TAGS,
     level=MUST,
+    why="duplicates stop the helper publishing the pool",
     rule=rules.DEVICE_NAMES,
     reference=rules.cite(rules.protocol("grpc-api"), rules.protocol("driver-contract", "C11"), rules.DRA_API),
 )
@@ -132,6 +136,7 @@ async def device_names(ctx: CheckContext) -> None:
     "the driver writes no slice for another node",
     tags=TAGS,
     level=MUST,
+    why="the node authorizer refuses other nodes' slices (KEP-4381)",
     rule=rules.OWN_NODE,
     reference=rules.cite(rules.protocol("driver-contract", "C15"), rules.KEP_4381),
 )
@@ -149,6 +154,7 @@ async def own_node_only(ctx: CheckContext) -> None:
     "slices wiped at a kubelet start are published again within the limit (--republish-within)",
     tags=(*TAGS, "disruptive", "slow"),
     level=MUST,
+    why="the kubelet wipes slices at every start; without them no new pod schedules",
     rule=rules.REPUBLISH,
     reference=rules.cite(rules.protocol("driver-contract", "C15"), rules.protocol("failure-modes", "F14")),
 )
@@ -165,6 +171,7 @@ async def republished(ctx: CheckContext) -> None:
     "republished slices describe the same pools and devices",
     tags=(*TAGS, "disruptive", "slow"),
     level=SHOULD,
+    why="should: allocated claims keep their devices even when the republished slices differ",
     rule=rules.REPUBLISH,
     reference=rules.cite(
         rules.protocol("driver-contract", "C15"), rules.protocol("dra-plugin-manager"), rules.DRA_PLUGIN_MANAGER_GO
@@ -182,6 +189,7 @@ async def republished_same(ctx: CheckContext) -> None:
     "prepared devices are the allocated ones and exist in the published slices",
     tags=(*TAGS, "prepare"),
     level=MUST,
+    why="a prepared device that is not the allocated one gives the pod the wrong hardware",
     rule=rules.PUBLISHED_PREPARABLE,
     reference=rules.cite(
         rules.protocol("grpc-api"), rules.protocol("driver-contract", "C11"), rules.DRA_API, rules.KEP_4381
@@ -207,6 +215,7 @@ async def prepared_devices_published(ctx: CheckContext) -> None:
     "every published device can be allocated and prepared at once (as many as their shared counters allow)",
     tags=(*TAGS, "prepare"),
     level=MUST,
+    why="a published device that cannot be prepared fails the pod it is allocated to",
     rule=rules.PUBLISHED_PREPARABLE,
     reference=rules.cite(
         rules.protocol("dra-plugin-manager"),

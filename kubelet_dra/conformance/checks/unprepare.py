@@ -40,6 +40,7 @@ def unknown_claims(count: int) -> list[dict[str, Any]]:
     "a prepared claim is unprepared: one entry keyed by its UID, without error",
     tags=TAGS,
     level=MUST,
+    why="the pod stays Terminating until each claim is unprepared (F15)",
     rule=rules.UNPREPARE_RULES,
     reference=rules.cite(rules.protocol("dra-manager"), rules.protocol("driver-contract", "C7"), rules.DRA_MANAGER_GO),
 )
@@ -54,6 +55,7 @@ async def unprepare_prepared(ctx: CheckContext) -> None:
     "unpreparing a claim the driver never prepared succeeds",
     tags=TAGS,
     level=MUST,
+    why="the kubelet unprepares claims whose prepare it never saw finish",
     rule=rules.UNPREPARE_AGAIN,
     reference=rules.cite(rules.protocol("driver-contract", "C9")),
 )
@@ -66,6 +68,7 @@ async def unprepare_unknown(ctx: CheckContext) -> None:
     "unpreparing a claim a second time succeeds",
     tags=TAGS,
     level=MUST,
+    why="the kubelet may unprepare twice across a restart (SPEC §5.4)",
     rule=rules.UNPREPARE_AGAIN,
     reference=rules.cite(rules.protocol("driver-contract", "C9"), rules.protocol("dra-manager"), rules.DRA_MANAGER_GO),
 )
@@ -81,6 +84,7 @@ async def unprepare_twice(ctx: CheckContext) -> None:
     "an empty NodeUnprepareResources request returns OK with an empty map",
     tags=TAGS,
     level=SHOULD,
+    why="should: the kubelet never sends an empty request",
     rule=rules.EMPTY_REQUEST,
     reference=rules.cite(
         rules.protocol("driver-helper"), rules.protocol("driver-contract", "C13"), rules.KUBELETPLUGIN_GO
@@ -96,6 +100,7 @@ async def empty_request(ctx: CheckContext) -> None:
     "a batch of prepared and unknown claims gets one entry per claim UID, all without error",
     tags=TAGS,
     level=MUST,
+    why="batches as for prepare: one entry per claim UID",
     rule=rules.UNPREPARE_RULES,
     reference=rules.cite(rules.protocol("driver-contract", "C7", "C9")),
 )
@@ -111,6 +116,7 @@ async def batch(ctx: CheckContext) -> None:
     "a claim already deleted from the API server is unprepared (unprepare needs no API object)",
     tags=TAGS,
     level=MUST,
+    why="the kubelet unprepares after the claim is deleted; needing it keeps the pod Terminating",
     rule=rules.UNPREPARE_WITHOUT_API,
     reference=rules.cite(rules.protocol("dra-manager"), rules.protocol("failure-modes", "F15"), rules.DRA_MANAGER_GO),
 )
@@ -126,6 +132,7 @@ async def unprepare_deleted(ctx: CheckContext) -> None:
     "an unprepared claim is prepared again with the same devices",
     tags=TAGS,
     level=MUST,
+    why="a claim can be prepared again for a new pod",
     rule=rules.IDEMPOTENT_PREPARE,
     reference=rules.cite(rules.protocol("dra-manager"), rules.protocol("driver-contract", "C8"), rules.DRA_MANAGER_GO),
 )
@@ -143,6 +150,7 @@ async def prepare_after_unprepare(ctx: CheckContext) -> None:
     "unpreparing gives the devices back: all of them can be prepared for another claim",
     tags=TAGS,
     level=MUST,
+    why="devices never given back can never be allocated again",
     rule=rules.DEVICES_RETURNED,
     reference=rules.cite(rules.protocol("dra-manager"), rules.DRA_MANAGER_GO),
 )

@@ -56,6 +56,7 @@ def _empty(service: Service, method: str) -> Any:
     "every advertised DRA service answers NodePrepare/NodeUnprepareResources under its wire name",
     tags=TAGS,
     level=MUST,
+    why="an advertised service is a promise another kubelet may pick (F11)",
     rule=rules.WIRE_NAME,
     reference=rules.cite(
         rules.protocol("driver-contract", "C5"),
@@ -85,6 +86,7 @@ async def wire_names(ctx: CheckContext) -> None:
     "every advertised DRA service prepares a claim with its allocated devices, the same through each version",
     tags=(*TAGS, "prepare"),
     level=MUST,
+    why="kubelets of different releases pick different versions: each must prepare alike",
     rule=rules.SUPPORTED_VERSIONS,
     reference=rules.cite(
         rules.protocol("dra-plugin-manager"),
@@ -131,6 +133,7 @@ async def each_version_prepares(ctx: CheckContext) -> None:
     "the advertised identifier is not served as a gRPC service name (UNIMPLEMENTED)",
     tags=TAGS,
     level=SHOULD,
+    why="should: a hint that the service is registered under the wrong package; VER-001 judges the effect",
     rule=rules.WIRE_NAME,
     reference=rules.cite(rules.protocol("grpc-api"), rules.protocol("failure-modes", "F11"), rules.DRA_API),
 )
@@ -153,6 +156,7 @@ async def identifier_is_not_a_service(ctx: CheckContext) -> None:
     "supported_versions lists each identifier once, and no wire service names",
     tags=(*TAGS, "registration"),
     level=SHOULD,
+    why="should: the kubelet skips duplicates and unknown entries",
     rule=rules.IDENTIFIERS,
     reference=rules.cite(
         rules.protocol("dra-plugin-manager"),
@@ -179,6 +183,7 @@ async def identifiers_well_formed(ctx: CheckContext) -> None:
     "the service the kubelet picks (the first listed) serves the node's connection made at registration",
     tags=TAGS,
     level=MUST,
+    why="the kubelet uses the first supported entry over the connection made at registration",
     rule=rules.FIRST_SUPPORTED,
     reference=rules.cite(
         rules.protocol("dra-plugin-manager"),
@@ -209,6 +214,7 @@ async def negotiated(ctx: CheckContext) -> None:
     "an unknown method of the DRA service answers UNIMPLEMENTED",
     tags=TAGS,
     level=SHOULD,
+    why="should: gRPC convention; the kubelet calls no unknown method",
     rule=rules.GRPC_UNIMPLEMENTED,
     reference=rules.cite(rules.protocol("grpc-api"), rules.DRA_API, rules.GRPC_STATUS),
 )
@@ -228,6 +234,7 @@ async def unknown_method(ctx: CheckContext) -> None:
     "one connection to the endpoint carries many calls",
     tags=TAGS,
     level=MUST,
+    why="the kubelet sends every call over one connection per instance",
     rule=rules.FIRST_SUPPORTED,
     reference=rules.cite(rules.protocol("dra-plugin-manager"), rules.DRA_PLUGIN_GO),
 )
@@ -250,6 +257,7 @@ async def one_connection(ctx: CheckContext) -> None:
     "every advertised health service streams under its wire name",
     tags=(*TAGS, "health"),
     level=MUST,
+    why="an advertised health service the kubelet opens must answer; else it logs errors every 5 s (F13)",
     rule=rules.HEALTH_WIRE_NAME,
     reference=rules.cite(
         rules.protocol("device-health"),
