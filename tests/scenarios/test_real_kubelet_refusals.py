@@ -117,6 +117,7 @@ def test_one_clock_gives_kubelet_dra_the_real_constants_and_the_real_deadlines()
     ours = realkubelet.on_kubelet_clock(scenario)
     options = ours.node.options
     assert (options.wiping_delay, options.call_timeout, options.reconcile_period) == (30.0, 45.0, 60.0)
-    assert (options.pod_sync.back_off_period, options.pod_sync.sync_frequency, options.kubelet_timing) == (10.0, 60.0, True)
+    periods = options.pod_sync
+    assert (periods.back_off_period, periods.sync_frequency, options.kubelet_timing) == (10.0, 60.0, True)
     assert ours.steps == realkubelet.on_real_kubelet(scenario).steps
     assert options.release == scenario.node.options.release
