@@ -63,6 +63,11 @@ class ServedEndpoint:
         self._task: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
 
+    @property
+    def serving(self) -> bool:
+        """Whether a dial of :attr:`path` reaches the driver now."""
+        return self._server is not None and os.path.exists(self.path)
+
     async def start(self) -> None:
         """Follow the driver's endpoint; return once it is served, or after ``FIRST_CONNECT`` when it cannot be."""
         self._task = asyncio.create_task(self._follow(), name=f"tap endpoint {self.path}")
