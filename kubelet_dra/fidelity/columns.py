@@ -25,6 +25,9 @@ HEALTH_STREAM = "NodeWatchResources"
 REGISTRATION = ".Registration/"
 CALLER_ENDED = ("CANCELLED", "DEADLINE_EXCEEDED")
 """Calls the caller ended: their details are the recorder's words (the tap's or kubelet-dra's), not the driver's."""
+NOT_CONNECTED = "failed to connect to all addresses"
+"""gRPC's words for a call that never left the caller (nothing served the endpoint): no driver saw it, and neither
+does the tap on the real kubelet's side, so it is not a call made to the driver."""
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 RUNTIME_REASONS = frozenset({"Pulling", "Pulled", "Created", "Started", "Killing", "MissingClusterDNS"})
 """Pod Events of the real kubelet's container runtime side, which kubelet-dra (no containers) does not post."""
@@ -84,8 +87,8 @@ def calls(records: Sequence[Mapping[str, Any]]) -> list[str]:
     closer, and two pods' workers call a driver independently). The same call made again at once is one line: how
     often a failed call is retried before a scenario mends it is the retry period's count (the real kubelet's
     60–90 s, the file's shortened one), and a health stream is opened again every 5 s.
-    The details of a call the caller ended (``CALLER_ENDED``) are left out. Which device a claim gets is the
-    allocator's choice."""
+    The details of a call the caller ended (``CALLER_ENDED``) are left out, and so is a call that never reached a
+    driver (``NOT_CONNECTED``). Which device a claim gets is the allocator's choice."""
     by_driver: dict[str, list[dict[str, Any]]] = {}
     names = {
         record["endpoint"]: (record.get("response") or {}).get("name", "")
@@ -93,6 +96,8 @@ def calls(records: Sequence[Mapping[str, Any]]) -> list[str]:
         if record["method"].endswith("/GetInfo") and isinstance(record.get("response"), dict)
     }
     for record in records:
+        if record["status"] == "UNAVAILABLE" and NOT_CONNECTED in (record.get("details") or ""):
+            continue
         driver = record.get("driver") or names.get(record.get("endpoint", ""), "")
         details = "" if record["status"] in CALLER_ENDED else record.get("details")
         by_driver.setdefault(driver, []).append({**record, "details": details})

@@ -110,6 +110,15 @@ class RealTestbed(Testbed):
                 last[record.endpoint] = bool(record.request.get("plugin_registered"))
         return sum(1 for endpoint in named if last.get(endpoint))
 
+    def reachable(self, driver_name: str) -> bool:
+        """Whether the kubelet can call the driver: the tap serves its endpoint, which it does only while it reaches
+        the driver's (``kubelet_dra.tap.reach``)."""
+        return (
+            any(mirror.driver == driver_name and mirror.serving for mirror in self._tap.mirrors())
+            if self._tap
+            else False
+        )
+
     def chosen_service(self, driver_name: str) -> str | None:
         """The DRA service the kubelet chose at the driver's last registration, from its log."""
         services = [

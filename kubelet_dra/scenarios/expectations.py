@@ -105,9 +105,10 @@ def _text(value: Any) -> str:
 
 async def registration(ctx: Context, args: Mapping[str, Any]) -> Look:
     name = ctx.driver_name(args["driver"])
-    if ctx.real is not None:  # what the tap saw the kubelet accept, the service in the kubelet's own log line
+    if ctx.real is not None:  # what the tap saw the kubelet accept and can reach, the service in the kubelet's log
         count = ctx.real.registered(name)
-        actual = {"registered": count > 0, "service": ctx.real.chosen_service(name), "instances": count}
+        usable = count > 0 and ctx.real.reachable(name)
+        actual = {"registered": usable, "service": ctx.real.chosen_service(name), "instances": count}
         wanted = {
             "registered": True,
             **{key: args[key] for key in ("registered", "service", "instances") if key in args},

@@ -113,6 +113,7 @@ class Forwarder(grpc.GenericRpcHandler):
         shape = KNOWN_METHODS.get(method)
         streams = shape is None or shape.streaming
         call: Any = None
+        answers: list[bytes] = []
         try:
             rest = await _read_requests(requests, sent, None if shape else HALF_CLOSE_GRACE)
             if rest is None and len(sent) == 1:
@@ -128,6 +129,8 @@ class Forwarder(grpc.GenericRpcHandler):
                 if streams:
                     yield await self._rewrite(method, data)
             code, details, trailing = await call.code(), await call.details(), await call.trailing_metadata()
+            if not streams:  # rewritten before the record ends: the caller waits for the rewrite too
+                answers = [await self._rewrite(method, data) for data in received]
         except grpc.aio.AioRpcError as err:
             code, details, trailing = err.code(), err.details() or "", err.trailing_metadata()
         except BaseException:
@@ -147,8 +150,8 @@ class Forwarder(grpc.GenericRpcHandler):
             # A single answer goes out once the driver's call has ended and is recorded: a caller that hangs up as
             # soon as it has its answer (the kubelet after NotifyRegistrationStatus) would otherwise cancel the
             # record of a call that succeeded.
-            for data in received:
-                yield await self._rewrite(method, data)
+            for data in answers:
+                yield data
         context.set_trailing_metadata(tuple(trailing))
         if code is not grpc.StatusCode.OK:
             context.set_code(code)

@@ -37,6 +37,8 @@ class MirrorView:
     mirror_socket: str
     driver_endpoint: str
     tap_endpoint: str
+    serving: bool
+    """Whether the tap's service socket is served now: the driver's endpoint is there and the tap reaches it."""
     since: float
     """When this mirror of the driver's socket began (epoch seconds): the kubelet's calls from then on are about
     this incarnation of the driver; earlier ones reached a driver that has since gone."""
@@ -74,6 +76,7 @@ class DriverMirror:
             mirror_socket=self.mirror_socket,
             driver_endpoint=service.upstream.path if service else "",
             tap_endpoint=self._service_server.path if self._service_server else "",
+            serving=bool(self._service_server and self._service_server.serving),
             since=self._since,
         )
 

@@ -23,9 +23,10 @@ from kubelet_dra.tap.forward import UNLIMITED_MESSAGES, Forwarder
 SOCKET_DIR_MODE = 0o750
 FOLLOW_POLL = 0.1
 """How often the endpoint file is looked at while the connection's state does not change."""
-FIRST_CONNECT = 2.0
-"""How long the first GetInfo's answer waits for the tap to reach the driver's endpoint: a driver registers once
-it serves, so a reachable one is connected within milliseconds, and the kubelet's first dial finds the socket."""
+FIRST_CONNECT = 0.3
+"""How long the first GetInfo's answer waits at most for the tap to reach, or fail to reach, the driver's endpoint:
+a driver registers once it serves, so a reachable one is connected within milliseconds and the kubelet's first
+dial finds the socket; an unserved one fails as fast. Well within the kubelet's 1 s GetInfo deadline."""
 
 READY = grpc.ChannelConnectivity.READY
 DOWN = (grpc.ChannelConnectivity.TRANSIENT_FAILURE, grpc.ChannelConnectivity.SHUTDOWN)
@@ -61,13 +62,19 @@ class ServedEndpoint:
         self._log = log
         self._server: Server | None = None
         self._task: asyncio.Task[None] | None = None
-        self._ready = asyncio.Event()
+        self._known = asyncio.Event()
+        """Set once the endpoint was first found reachable (and served) or unreachable."""
+
+    @property
+    def serving(self) -> bool:
+        """Whether a dial of :attr:`path` reaches the driver now."""
+        return self._server is not None and os.path.exists(self.path)
 
     async def start(self) -> None:
-        """Follow the driver's endpoint; return once it is served, or after ``FIRST_CONNECT`` when it cannot be."""
+        """Follow the driver's endpoint; return once it is served or found unreachable (``FIRST_CONNECT`` at most)."""
         self._task = asyncio.create_task(self._follow(), name=f"tap endpoint {self.path}")
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._ready.wait(), FIRST_CONNECT)
+            await asyncio.wait_for(self._known.wait(), FIRST_CONNECT)
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -90,7 +97,7 @@ class ServedEndpoint:
             if state == READY and present and self._server is None:
                 self._server = Server(self.path, self._forwarder)
                 await self._server.start()
-                self._ready.set()
+                self._known.set()
                 self._log.v(2).info("Serving the driver's endpoint", endpoint=upstream.path, socket=self.path)
             elif self._server is not None and (state in DOWN or (was_ready and state != READY)):
                 await self._close()  # the connection to the driver broke: the kubelet's to the tap breaks too
@@ -102,5 +109,7 @@ class ServedEndpoint:
                 await self._close()  # the driver's socket is back: serve a new one
                 continue
             was_ready = state == READY
+            if state in DOWN:
+                self._known.set()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(upstream.channel.wait_for_state_change(state), FOLLOW_POLL)

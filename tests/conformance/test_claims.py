@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from rich.console import Console
 
 from kubelet_dra.conformance import report, shapes
 from kubelet_dra.conformance.context import SuiteOptions
@@ -135,6 +136,11 @@ async def test_an_all_devices_driver_gets_one_finding_and_passes_with_the_claim_
     junit = ET.parse(report.write_junit(tmp_path / "junit.xml", ReleaseRuns((refused,)))).getroot()
     assert (junit.get("failures"), junit.get("skipped")) == ("1", str(len(blocked) + len(refused.ids("skipped"))))
     assert "because of CLM-001" in report.summary(list(refused.results))
+    console = Console(record=True, width=400)
+    console.print(report.table(ReleaseRuns((refused,))), report.failures(ReleaseRuns((refused,))))
+    shown = console.export_text()
+    assert shown.count("because CLM-001 failed") == len(blocked), shown
+    assert f"because of it, {len(blocked)} check(s) were not run" in shown
 
     accepted = await run_suite(Target(driver_cmd=command), SuiteOptions(claims=shapes.load([flag])), FOCUS)
     assert accepted.ids(FAILED) == [] and accepted.ids(NOT_RUN) == [], {r.id: r.reason for r in accepted.results}

@@ -28,6 +28,8 @@ async def test_an_endpoint_nothing_serves_is_not_served_by_the_tap_either(env: N
         assert [instance.endpoint for instance in node.instances(GPU)] == [view.tap_endpoint]
         assert await eventually(lambda: GPU in node.pending_wipes(), timeout=10), "the node armed the wipe"
         assert not connected(node) and not Path(view.tap_endpoint).exists()
+    # the tap found the endpoint unreachable within the kubelet's 1 s GetInfo deadline: one GetInfo, answered
+    assert [record.status for record in tap.recorder.records(method="GetInfo")] == ["OK"]
 
 
 async def test_a_killed_driver_breaks_the_node_s_connection_through_the_tap(env: NodeEnv) -> None:
