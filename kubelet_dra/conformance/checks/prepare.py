@@ -53,6 +53,7 @@ async def shareable_devices(ctx: CheckContext) -> set[tuple[str, str]]:
     "the driver prepares a claim of the shape the checks use (--claim, or one device of the DeviceClass)",
     tags=TAGS,
     level=MUST,
+    why="the pods of a real cluster bring claims of this shape: a driver that refuses them fails every pod",
     rule=rules.PREPARE_EVERY_CLAIM,
     reference=rules.cite(rules.protocol("driver-contract", "C7")),
     first=True,
