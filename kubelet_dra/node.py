@@ -183,7 +183,8 @@ class Node:
             health=self.health,
             health_restart_delay=options.health_restart_delay,
             release=options.release,
-            on_change=self._devices_changed,
+            on_change=self._notify,
+            on_health_reported=self._devices_changed,
         )
         self.registration = PluginManager(
             registry_dir,
@@ -306,7 +307,8 @@ class Node:
         changed.set()
 
     def _devices_changed(self) -> None:
-        """A plugin or device health changed: wake ``wait_for`` and let running pods re-report their status."""
+        """A driver reported a device's health changed: wake ``wait_for`` and let running pods re-report their
+        status."""
         self._notify()
         if self.pods is not None:
             self.pods.refresh()

@@ -107,6 +107,9 @@ BREAKERS: dict[str, Breaker] = {
     "slices-wiped-after-unregistration.yaml": Breaker(
         "slices wiped after the wiping delay", mutation=("wipingDelay: 1s", "wipingDelay: 30s")
     ),
+    "slices-wiped-when-endpoint-unserved.yaml": Breaker(
+        "the slice is wiped after the wiping delay", mutation=("wipingDelay: 3s", "wipingDelay: 30s")
+    ),
     "slices-wiped-at-kubelet-start.yaml": Breaker(
         "the driver publishes for its own node", faults={"gpu": {"slices-node": "node-2"}}
     ),
@@ -128,5 +131,29 @@ BREAKERS: dict[str, Breaker] = {
     ),
     "unprepare-pod-reference-1-37.yaml": Breaker(
         "the other pod's claim is left alone", mutation=('kubeletVersion: "1.37"', 'kubeletVersion: "1.36"')
+    ),
+    "health-unknown-when-plugin-stops.yaml": Breaker(
+        "device health unknown once the driver is gone", mutation=("  - stop: gpu\n", "")
+    ),
+    "pod-created-while-kubelet-stopped.yaml": Breaker(
+        "pod runs once the kubelet is back", faults={"gpu": {"prepare-error": "no power"}}
+    ),
+    "prepare-not-called-for-pod-deleted-while-kubelet-down.yaml": Breaker(
+        "no successful prepare after the restart",
+        mutation=(
+            "  - stopNode:\n  - deletePod: {pod: p1}\n"
+            "  - fault: {driver: gpu, clear: [prepare-block]}\n  - startNode:\n",
+            "  - fault: {driver: gpu, clear: [prepare-block]}\n  - deletePod: {pod: p1}\n",
+        ),
+    ),
+    "prepare-retried-after-kubelet-restart.yaml": Breaker(
+        "pod runs after the restart", mutation=("clear: [prepare-error]", "set: {prepare-error: still on fire}")
+    ),
+    "prepare-times-out-pod-stays-pending.yaml": Breaker(
+        "the prepare timed out", mutation=("set: {prepare-block: true}", "set: {prepare-block: false}")
+    ),
+    "unprepare-fails-across-kubelet-restart.yaml": Breaker(
+        "checkpoint empty once the driver is mended",
+        mutation=("  - fault: {driver: gpu, clear: [unprepare-error]}\n", ""),
     ),
 }
