@@ -33,7 +33,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from kubelet_dra.kubeproto import mapping
+from kubelet_dra.peers.kubeproto import mapping
 
 LIST_TARGET_SECONDS = 1.0
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"

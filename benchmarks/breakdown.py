@@ -18,7 +18,7 @@ import attrs
 from real_manager import go_duration
 from rich.table import Table
 
-from kubelet_dra.api.calls import CallRecord
+from kubelet_dra.peers.api.calls import CallRecord
 
 PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
 _TRACE = re.compile(r"^TRACE \S+ grpc .* method=\S+/(NodePrepareResources|NodeUnprepareResources) .* took=(\S+) ")

@@ -40,10 +40,10 @@ from rich.console import Console
 from rich.table import Table
 from soak_verdict import FinalState, Outage, PodRecord, Verdict, driver_calls, judge, tracebacks
 
-from kubelet_dra.driver.cdi import CDI_CLASS, COMMON_DEVICE
-from kubelet_dra.kube.client import KubeApiError, KubeClient, api_path
-from kubelet_dra.manager import Checkpoint
-from kubelet_dra.testbed import DriverProcess, DriverSpec, manifests, objects, placeholder_values
+from kubelet_dra.kubelet.cm.dra import Checkpoint
+from kubelet_dra.peers.driver.cdi import CDI_CLASS, COMMON_DEVICE
+from kubelet_dra.peers.kube.client import KubeApiError, KubeClient, api_path
+from kubelet_dra.workbench.testbed import DriverProcess, DriverSpec, manifests, objects, placeholder_values
 
 DRIVER = "gpu.example.com"
 NODE = "soak-node"

@@ -44,14 +44,14 @@ from manager_results import CONCURRENCY, REAL_KUBELET, Result, Samples, figures,
 from real_manager import RealManager, timings
 from rich.console import Console
 
-from kubelet_dra.api import dra_v1_pb2
-from kubelet_dra.api.services import DRA_V1
-from kubelet_dra.controlplane.allocator import allocate
-from kubelet_dra.controlplane.sharing import Usage
-from kubelet_dra.kube.client import KubeClient
-from kubelet_dra.manager import Checkpoint, DRAManager
-from kubelet_dra.node import NodeOptions
-from kubelet_dra.testbed import REFERENCE_DRIVER, DriverSpec, Testbed, TestbedOptions, manifests, objects
+from kubelet_dra.kubelet.cm.dra import Checkpoint, DRAManager
+from kubelet_dra.kubelet.kubelet import NodeOptions
+from kubelet_dra.peers.api import dra_v1_pb2
+from kubelet_dra.peers.api.services import DRA_V1
+from kubelet_dra.peers.controlplane.allocator import allocate
+from kubelet_dra.peers.controlplane.sharing import Usage
+from kubelet_dra.peers.kube.client import KubeClient
+from kubelet_dra.workbench.testbed import REFERENCE_DRIVER, DriverSpec, Testbed, TestbedOptions, manifests, objects
 
 NODE = "bench-node"
 CLAIMS = (1, 4)

@@ -40,8 +40,8 @@ from common import Figure, load, realk8s, write_json
 from rich.console import Console
 from rich.table import Table
 
-from kubelet_dra.kube.client import KubeClient
-from kubelet_dra.testbed import manifests, objects
+from kubelet_dra.peers.kube.client import KubeClient
+from kubelet_dra.workbench.testbed import manifests, objects
 
 DRIVER = "gpu.example.com"
 TEMPLATE = "one-gpu"

@@ -30,8 +30,8 @@ from common import Figure, Percentiles, load, realk8s, spread, write_json
 from rich.console import Console
 from rich.table import Table
 
-from kubelet_dra.kube.client import KubeApiError, KubeClient, api_path
-from kubelet_dra.testbed import manifests
+from kubelet_dra.peers.kube.client import KubeApiError, KubeClient, api_path
+from kubelet_dra.workbench.testbed import manifests
 
 REAL, SIMULATED = "real-1", "sim-1"
 LABELS = {REAL: "real kubelet 1.36.2 + fake-cri", SIMULATED: "kubelet-dra run"}

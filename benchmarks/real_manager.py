@@ -13,7 +13,7 @@ import asyncio
 import re
 from pathlib import Path
 
-from kubelet_dra.errors import KubeletDRAError
+from kubelet_dra.peers.errors import KubeletDRAError
 
 _TOOK = re.compile(r"^(PrepareResources|UnprepareResources)\(\S+\) took=(\S+) err=(.*)$")
 _GO_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|μs|ms|s|m|h)")

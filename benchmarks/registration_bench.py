@@ -1,6 +1,6 @@
 """Benchmark of driver registration: from a registration socket appearing to the driver being told it is registered.
 
-Runs a simulated node (``kubelet_dra.node.Node``, with the embedded API server, as
+Runs a simulated node (``kubelet_dra.kubelet.kubelet.Node``, with the embedded API server, as
 ``kubelet-dra run`` does) and, per iteration, a driver in the same event loop: a Registration
 server on a fresh socket in the registry dir whose ``GetInfo`` names a new driver and points at a
 DRA v1 service socket that is already serving. The latency is from the moment ``server.start()``
@@ -33,13 +33,13 @@ import grpc
 from rich.console import Console
 from rich.table import Table
 
-from kubelet_dra.api import dra_health_v1alpha1_pb2 as health_pb2
-from kubelet_dra.api import pluginregistration_pb2 as registration_pb2
-from kubelet_dra.api.services import DRA_HEALTH_V1ALPHA1, DRA_V1, REGISTRATION, PluginType
-from kubelet_dra.apiserver.server import EmbeddedAPIServer
-from kubelet_dra.node import Node, NodeOptions
-from kubelet_dra.registration import SocketPhase
-from kubelet_dra.registration.triggers import RECONCILE_PERIOD
+from kubelet_dra.kubelet.kubelet import Node, NodeOptions
+from kubelet_dra.kubelet.pluginmanager import SocketPhase
+from kubelet_dra.kubelet.pluginmanager.reconciler.triggers import RECONCILE_PERIOD
+from kubelet_dra.peers.api import dra_health_v1alpha1_pb2 as health_pb2
+from kubelet_dra.peers.api import pluginregistration_pb2 as registration_pb2
+from kubelet_dra.peers.api.services import DRA_HEALTH_V1ALPHA1, DRA_V1, REGISTRATION, PluginType
+from kubelet_dra.peers.apiserver.server import EmbeddedAPIServer
 
 TARGET_P99_SECONDS = 0.050
 DEFAULT_ITERATIONS = 200

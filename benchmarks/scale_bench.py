@@ -33,10 +33,10 @@ from common import Figure, load, peak_rss_mb, write_json
 from rich.console import Console
 from rich.table import Table
 
-from kubelet_dra.manager import Checkpoint, ClaimInfoState, DeviceState, DRAManager
-from kubelet_dra.manager.checkpoint import Encoder, encode
-from kubelet_dra.metrics import DRAMetrics
-from kubelet_dra.testbed import REFERENCE_DRIVER, DriverSpec, Testbed, TestbedOptions, manifests
+from kubelet_dra.kubelet.cm.dra import Checkpoint, ClaimInfoState, DeviceState, DRAManager
+from kubelet_dra.kubelet.cm.dra.state.checkpoint import Encoder, encode
+from kubelet_dra.kubelet.metrics.metrics import DRAMetrics
+from kubelet_dra.workbench.testbed import REFERENCE_DRIVER, DriverSpec, Testbed, TestbedOptions, manifests
 
 NODE = "scale-node"
 DRIVERS = tuple(f"dev{index}.example.com" for index in range(4))

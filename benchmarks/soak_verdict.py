@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 import attrs
 from google.protobuf import text_format
 
-from kubelet_dra.api import dra_v1_pb2
+from kubelet_dra.peers.api import dra_v1_pb2
 
 PREPARE = "NodePrepareResources"
 UNPREPARE = "NodeUnprepareResources"

@@ -23,13 +23,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from kubelet_dra import log
-from kubelet_dra.conformance.context import SuiteOptions
-from kubelet_dra.conformance.runner import run_suite
-from kubelet_dra.conformance.target import Target
-from kubelet_dra.scenarios.loader import load
-from kubelet_dra.scenarios.runner import replay
-from kubelet_dra.testbed import REFERENCE_DRIVER
+from kubelet_dra.peers import log
+from kubelet_dra.workbench.conformance.checkcontext import SuiteOptions
+from kubelet_dra.workbench.conformance.suiterunner import run_suite
+from kubelet_dra.workbench.conformance.target import Target
+from kubelet_dra.workbench.scenarios.loader import load
+from kubelet_dra.workbench.scenarios.replayer import replay
+from kubelet_dra.workbench.testbed import REFERENCE_DRIVER
 
 TARGET_CONFORMANCE_SECONDS = 60.0
 DRIVER = "gpu.example.com"

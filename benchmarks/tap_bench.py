@@ -32,8 +32,8 @@ from common import Figure, Percentiles, load, write_json
 from rich.console import Console
 from rich.table import Table
 
-from kubelet_dra.api import pluginregistration_pb2 as registration_pb2
-from kubelet_dra.api.services import DRA_V1, REGISTRATION
+from kubelet_dra.peers.api import pluginregistration_pb2 as registration_pb2
+from kubelet_dra.peers.api.services import DRA_V1, REGISTRATION
 
 TARGET_ADDED_P50 = 0.002
 DRIVER = "gpu.example.com"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from nodeenv import NodeEnv
 
-from kubelet_dra.apiserver.testing import ServerThread
-from kubelet_dra.kube.client import KubeClient
+from kubelet_dra.peers.kube.client import KubeClient
+from kubelet_dra.workbench.testbed.serverthread import ServerThread
 
 
 @pytest.fixture(scope="session")

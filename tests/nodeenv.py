@@ -17,12 +17,12 @@ from typing import Any
 
 from helpers import KubeletDRAProcess
 
-from kubelet_dra.kube.client import KubeApiError, KubeClient, api_path
-from kubelet_dra.manager import Checkpoint, DRAManager
-from kubelet_dra.node import Node, NodeOptions
-from kubelet_dra.plugins import CallRecord
-from kubelet_dra.pods import PodSyncPeriods
-from kubelet_dra.registration import HandshakeTimeouts
+from kubelet_dra.kubelet.cm.dra import Checkpoint, DRAManager
+from kubelet_dra.kubelet.cm.dra.plugin import CallRecord
+from kubelet_dra.kubelet.kubelet import Node, NodeOptions
+from kubelet_dra.kubelet.pluginmanager import HandshakeTimeouts
+from kubelet_dra.kubelet.pod_backoff import PodSyncPeriods
+from kubelet_dra.peers.kube.client import KubeApiError, KubeClient, api_path
 
 GPU = "gpu.example.com"
 NIC = "nic.example.com"

@@ -23,7 +23,7 @@ import attrs
 import urllib3
 import yaml
 
-from kubelet_dra.testbed import manifests
+from kubelet_dra.workbench.testbed import manifests
 
 REPO = Path(__file__).resolve().parents[1]
 INTEROP_DIR = Path(os.environ.get("KDRA_INTEROP_DIR", REPO.parent / "shared" / "interop"))

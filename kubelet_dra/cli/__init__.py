@@ -12,10 +12,11 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from kubelet_dra import __version__, log
+from kubelet_dra import __version__
 from kubelet_dra.cli.command import Command
-from kubelet_dra.errors import KubeletDRAError
-from kubelet_dra.release import DEFAULT_RELEASE, RELEASES
+from kubelet_dra.kubelet.release import DEFAULT_RELEASE, RELEASES
+from kubelet_dra.peers import log
+from kubelet_dra.peers.errors import KubeletDRAError
 
 SUBCOMMANDS: tuple[str, ...] = (
     "demo",

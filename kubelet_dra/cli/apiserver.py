@@ -12,10 +12,10 @@ import asyncio
 import signal
 from pathlib import Path
 
-from kubelet_dra.apiserver.server import EmbeddedAPIServer, ListenAddress
 from kubelet_dra.cli import output
 from kubelet_dra.cli.command import Command
-from kubelet_dra.errors import UsageError
+from kubelet_dra.peers.apiserver.server import EmbeddedAPIServer, ListenAddress
+from kubelet_dra.peers.errors import UsageError
 
 DEFAULT_LISTEN = "127.0.0.1:6443"
 DEFAULT_KUBECONFIG = "kubelet-dra.kubeconfig"

@@ -20,11 +20,12 @@ from google.protobuf.message import Message
 
 from kubelet_dra.cli import output
 from kubelet_dra.cli.command import Command
-from kubelet_dra.debug import callrequest, handcall
-from kubelet_dra.debug.handcall import CallOptions, HandCall
-from kubelet_dra.errors import ConfigError, UsageError
-from kubelet_dra.kube.client import KubeClient
-from kubelet_dra.log import get_logger
+from kubelet_dra.peers.errors import ConfigError, UsageError
+from kubelet_dra.peers.kube.client import KubeClient
+from kubelet_dra.peers.log import get_logger
+from kubelet_dra.workbench.call import handcall
+from kubelet_dra.workbench.call import request as callrequest
+from kubelet_dra.workbench.call.handcall import CallOptions, HandCall
 
 EXAMPLES = """\
 examples:

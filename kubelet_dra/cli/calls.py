@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from kubelet_dra.cli import add_global_flags, output
 from kubelet_dra.cli.command import Command
-from kubelet_dra.tap.diff import diff
+from kubelet_dra.workbench.tap.diff import diff
 
 _COLORS = {"+": "green", "-": "red", "@": "cyan"}
 

@@ -15,7 +15,14 @@ from rich.table import Table
 
 from kubelet_dra.cli import add_global_flags, output
 from kubelet_dra.cli.command import Command
-from kubelet_dra.manager.checkpoint import CheckpointCorrupted, ClaimInfoState, DeviceState, decode, encode, read_bytes
+from kubelet_dra.kubelet.cm.dra.state.checkpoint import (
+    CheckpointCorrupted,
+    ClaimInfoState,
+    DeviceState,
+    decode,
+    encode,
+    read_bytes,
+)
 
 
 def describe(claim: ClaimInfoState) -> dict[str, Any]:

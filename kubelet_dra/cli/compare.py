@@ -14,13 +14,13 @@ from collections.abc import Mapping
 from rich.markup import escape
 
 from kubelet_dra.cli import output
-from kubelet_dra.errors import UsageError
-from kubelet_dra.fidelity.both import Comparison, replay_both
-from kubelet_dra.fidelity.compare import DIFFERS, IDENTICAL, REAL, SIMULATED
-from kubelet_dra.realnode import RealKubeletOptions
-from kubelet_dra.scenarios import report
-from kubelet_dra.scenarios.model import Scenario
-from kubelet_dra.scenarios.runner import ReplayOptions, ScenarioResult
+from kubelet_dra.peers.errors import UsageError
+from kubelet_dra.workbench.fidelity.both import Comparison, replay_both
+from kubelet_dra.workbench.fidelity.comparison import DIFFERS, IDENTICAL, REAL, SIMULATED
+from kubelet_dra.workbench.realnode import RealKubeletOptions
+from kubelet_dra.workbench.scenarios import replayreport as report
+from kubelet_dra.workbench.scenarios.model import Scenario
+from kubelet_dra.workbench.scenarios.replayer import ReplayOptions, ScenarioResult
 
 Faults = Mapping[str, Mapping[str, str]]
 

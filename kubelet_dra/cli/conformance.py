@@ -11,15 +11,16 @@ from rich.markup import escape
 
 from kubelet_dra.cli import nodeflags, output
 from kubelet_dra.cli.command import Command
-from kubelet_dra.conformance import report, shapes
-from kubelet_dra.conformance.checks import all_checks
-from kubelet_dra.conformance.context import SuiteOptions
-from kubelet_dra.conformance.framework import TAGS, Check
-from kubelet_dra.conformance.results import ReleaseRuns
-from kubelet_dra.conformance.runner import run_releases
-from kubelet_dra.conformance.target import REGISTRATION_TIMEOUT, Selection, Target
-from kubelet_dra.release import KubeletRelease
-from kubelet_dra.testbed import PLACEHOLDERS
+from kubelet_dra.kubelet.release import KubeletRelease
+from kubelet_dra.workbench.conformance import shapes
+from kubelet_dra.workbench.conformance import suitereport as report
+from kubelet_dra.workbench.conformance.checkcontext import SuiteOptions
+from kubelet_dra.workbench.conformance.checks import all_checks
+from kubelet_dra.workbench.conformance.framework import TAGS, Check
+from kubelet_dra.workbench.conformance.results import ReleaseRuns
+from kubelet_dra.workbench.conformance.suiterunner import run_releases
+from kubelet_dra.workbench.conformance.target import REGISTRATION_TIMEOUT, Selection, Target
+from kubelet_dra.workbench.testbed import PLACEHOLDERS
 
 DEFAULTS = SuiteOptions()
 

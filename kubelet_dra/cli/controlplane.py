@@ -12,9 +12,9 @@ import asyncio
 import signal
 
 from kubelet_dra.cli.command import Command
-from kubelet_dra.controlplane import ControlPlane
-from kubelet_dra.kube.client import KubeClient
-from kubelet_dra.log import get_logger
+from kubelet_dra.peers.controlplane import ControlPlane
+from kubelet_dra.peers.kube.client import KubeClient
+from kubelet_dra.peers.log import get_logger
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

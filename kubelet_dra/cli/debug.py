@@ -24,12 +24,12 @@ from rich.markup import escape
 
 from kubelet_dra.cli import nodeflags, output
 from kubelet_dra.cli.command import Command
-from kubelet_dra.debug import DebugSession, Report, default_elsewhere, render
-from kubelet_dra.debug.inventory import KUBELET_DIRS, KUBELET_REGISTRY_DIR
-from kubelet_dra.debug.timeline import Event
-from kubelet_dra.errors import UsageError
-from kubelet_dra.log import clock_time
-from kubelet_dra.node import Node, NodeOptions
+from kubelet_dra.kubelet.kubelet import Node, NodeOptions
+from kubelet_dra.peers.errors import UsageError
+from kubelet_dra.peers.log import clock_time
+from kubelet_dra.workbench.debug import DebugSession, Report, default_elsewhere, render
+from kubelet_dra.workbench.debug.inventory import KUBELET_DIRS, KUBELET_REGISTRY_DIR
+from kubelet_dra.workbench.debug.timeline import Event
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -9,11 +9,11 @@ import signal
 from rich.markup import escape
 from rich.table import Table
 
-from kubelet_dra import log
 from kubelet_dra.cli import nodeflags, output
 from kubelet_dra.cli.command import Command
-from kubelet_dra.demo import Demo, Step, workdir
-from kubelet_dra.release import release
+from kubelet_dra.kubelet.release import release
+from kubelet_dra.peers import log
+from kubelet_dra.workbench.demo import Demo, Step, workdir
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -19,11 +19,11 @@ from typing import Any
 
 from kubelet_dra.cli import output
 from kubelet_dra.cli.command import Command, raise_open_files_limit
-from kubelet_dra.driver import control, many
-from kubelet_dra.driver.config import EXAMPLE, load_config
-from kubelet_dra.driver.knobs import KNOBS, Faults, Knob, parse_assignment, parse_bool, parse_seconds
-from kubelet_dra.driver.plugin import DriverPlugin
-from kubelet_dra.driver.settings import (
+from kubelet_dra.peers.driver import control, many
+from kubelet_dra.peers.driver.configfile import EXAMPLE, load_config
+from kubelet_dra.peers.driver.knobs import KNOBS, Faults, Knob, parse_assignment, parse_bool, parse_seconds
+from kubelet_dra.peers.driver.plugin import DriverPlugin
+from kubelet_dra.peers.driver.settings import (
     CONTROL_SOCKET,
     DEFAULT_CDI_ROOT,
     DEFAULT_DEVICES,
@@ -36,8 +36,8 @@ from kubelet_dra.driver.settings import (
     default_plugin_dir,
     resolve,
 )
-from kubelet_dra.errors import UsageError
-from kubelet_dra.fleet import expand
+from kubelet_dra.peers.errors import UsageError
+from kubelet_dra.workbench.fleet import expand
 
 ENV_PREFIX = "KUBELET_DRA_"
 

@@ -16,10 +16,10 @@ from rich.table import Table
 
 from kubelet_dra.cli import output
 from kubelet_dra.cli.command import Command
-from kubelet_dra.debug import explain
-from kubelet_dra.debug.catalogue import MESSAGES, PAGE
-from kubelet_dra.debug.catalogue.page import render
-from kubelet_dra.errors import ConfigError
+from kubelet_dra.peers.errors import ConfigError
+from kubelet_dra.workbench.debug import explain
+from kubelet_dra.workbench.debug.catalogue import MESSAGES, PAGE
+from kubelet_dra.workbench.debug.catalogue.page import render
 
 EXIT_EXPLAINED, EXIT_NONE, EXIT_UNKNOWN = 0, 1, 3
 LAST = max(MESSAGES, key=lambda message: int(message.mode[1:])).mode

@@ -14,15 +14,15 @@ from typing import Any
 
 from kubernetes.utils.quantity import parse_quantity
 
-from kubelet_dra.apiserver.server import EmbeddedAPIServer
 from kubelet_dra.cli.apiserver import DEFAULT_KUBECONFIG
-from kubelet_dra.errors import UsageError
-from kubelet_dra.kube.config import SERVICE_ACCOUNT_DIR, in_cluster_kubeconfig
-from kubelet_dra.log import get_logger
-from kubelet_dra.node import NodeOptions
-from kubelet_dra.nodestatus import TAINT_EFFECTS, NodeShape
-from kubelet_dra.plugins import DEFAULT_CALL_TIMEOUT, DEFAULT_WIPING_DELAY, PluginMap
-from kubelet_dra.release import DEFAULT_RELEASE, RELEASES, KubeletRelease, release
+from kubelet_dra.kubelet.cm.dra.plugin import DEFAULT_CALL_TIMEOUT, DEFAULT_WIPING_DELAY, PluginMap
+from kubelet_dra.kubelet.kubelet import NodeOptions
+from kubelet_dra.kubelet.nodestatus import TAINT_EFFECTS, NodeShape
+from kubelet_dra.kubelet.release import DEFAULT_RELEASE, RELEASES, KubeletRelease, release
+from kubelet_dra.peers.apiserver.server import EmbeddedAPIServer
+from kubelet_dra.peers.errors import UsageError
+from kubelet_dra.peers.kube.config import SERVICE_ACCOUNT_DIR, in_cluster_kubeconfig
+from kubelet_dra.peers.log import get_logger
 
 KUBELET_LABEL_DOMAINS = ("kubelet.kubernetes.io", "node.kubernetes.io")
 KUBELET_LABELS = (

@@ -11,7 +11,7 @@ from typing import Any
 
 from rich.console import Console
 
-from kubelet_dra import log
+from kubelet_dra.peers import log
 
 _console: list[Console] = []
 

@@ -11,14 +11,15 @@ from rich.markup import escape
 
 from kubelet_dra.cli import compare, nodeflags, output
 from kubelet_dra.cli.command import Command
-from kubelet_dra.errors import UsageError
-from kubelet_dra.fidelity.both import KUBELET_TIMING, TIMINGS
-from kubelet_dra.realnode import RealKubeletOptions
-from kubelet_dra.release import release
-from kubelet_dra.scenarios import realkubelet, report
-from kubelet_dra.scenarios.loader import ScenarioError, load
-from kubelet_dra.scenarios.model import Scenario, Step
-from kubelet_dra.scenarios.runner import (
+from kubelet_dra.kubelet.release import release
+from kubelet_dra.peers.errors import UsageError
+from kubelet_dra.workbench.fidelity.both import KUBELET_TIMING, TIMINGS
+from kubelet_dra.workbench.realnode import RealKubeletOptions
+from kubelet_dra.workbench.scenarios import onrealkubelet as realkubelet
+from kubelet_dra.workbench.scenarios import replayreport as report
+from kubelet_dra.workbench.scenarios.loader import ScenarioError, load
+from kubelet_dra.workbench.scenarios.model import Scenario, Step
+from kubelet_dra.workbench.scenarios.replayer import (
     ReplayOptions,
     ScenarioResult,
     StepResult,

@@ -30,15 +30,15 @@ from rich.live import Live
 
 from kubelet_dra.cli import nodeflags, output
 from kubelet_dra.cli.command import Command, raise_open_files_limit
-from kubelet_dra.errors import UsageError, deprecated
-from kubelet_dra.fleet import Fleet, NodeLayout, NodeRow, expand, view
-from kubelet_dra.fleet.fleet import NODES_PER_DRIVER_PROCESS
-from kubelet_dra.manager import DEFAULT_RECONCILE_PERIOD
-from kubelet_dra.node import NodeOptions
-from kubelet_dra.pods import PodSyncPeriods
-from kubelet_dra.pods.backoff import DEFAULT_BACK_OFF_PERIOD
-from kubelet_dra.scenarios.record import Recorder
-from kubelet_dra.testbed import PLACEHOLDERS, DriverSpec, command_words
+from kubelet_dra.kubelet.cm.dra import DEFAULT_RECONCILE_PERIOD
+from kubelet_dra.kubelet.kubelet import NodeOptions
+from kubelet_dra.kubelet.pod_backoff import DEFAULT_BACK_OFF_PERIOD, PodSyncPeriods
+from kubelet_dra.peers.errors import UsageError, deprecated
+from kubelet_dra.workbench.fleet import Fleet, NodeLayout, NodeRow, expand
+from kubelet_dra.workbench.fleet import fleetview as view
+from kubelet_dra.workbench.fleet.fleet import NODES_PER_DRIVER_PROCESS
+from kubelet_dra.workbench.scenarios.record import Recorder
+from kubelet_dra.workbench.testbed import PLACEHOLDERS, DriverSpec, command_words
 
 REFRESH_PERIOD = 1.0
 """Seconds between looks at the nodes for the table (live) or the tally line (in a pipe)."""

@@ -11,9 +11,9 @@ from typing import Any
 
 from rich.table import Table
 
-from kubelet_dra.api.services import ALL_SERVICES, DRA_SERVICES, Service
 from kubelet_dra.cli import output
 from kubelet_dra.cli.command import Command
+from kubelet_dra.peers.api.services import ALL_SERVICES, DRA_SERVICES, Service
 
 NOTES = (
     "The advertised identifier goes in PluginInfo.supported_versions; the kubelet calls the wire service."

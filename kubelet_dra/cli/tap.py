@@ -17,13 +17,13 @@ import time
 from rich.live import Live
 from rich.markup import escape
 
-from kubelet_dra.api.calls import CallRecord, CallRecorder
 from kubelet_dra.cli import output
 from kubelet_dra.cli.command import Command
-from kubelet_dra.debug.inventory import KUBELET_REGISTRY_DIR
-from kubelet_dra.errors import UsageError
-from kubelet_dra.tap import MirrorView, Tap
-from kubelet_dra.tap.view import call_line, render, to_json
+from kubelet_dra.peers.api.calls import CallRecord, CallRecorder
+from kubelet_dra.peers.errors import UsageError
+from kubelet_dra.workbench.debug.inventory import KUBELET_REGISTRY_DIR
+from kubelet_dra.workbench.tap import MirrorView, Tap
+from kubelet_dra.workbench.tap.tapview import call_line, render, to_json
 
 REFRESH_PERIOD = 0.5
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kubelet_dra.api.calls import CallRecord
+from kubelet_dra.peers.api.calls import CallRecord
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))

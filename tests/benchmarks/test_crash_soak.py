@@ -14,8 +14,8 @@ from typing import Any
 from google.protobuf import text_format
 from google.protobuf.message import Message
 
-from kubelet_dra.api import dra_v1_pb2
-from kubelet_dra.log import format_value
+from kubelet_dra.peers.api import dra_v1_pb2
+from kubelet_dra.peers.log import format_value
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 PREPARE = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources"

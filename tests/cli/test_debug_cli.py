@@ -10,7 +10,7 @@ from pathlib import Path
 from helpers import eventually, kubelet_dra
 from nodeenv import NodeEnv
 
-from kubelet_dra.kube.client import api_path
+from kubelet_dra.peers.kube.client import api_path
 
 SLICES = api_path("resource.k8s.io", "v1", "resourceslices")
 

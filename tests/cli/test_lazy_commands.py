@@ -30,7 +30,7 @@ def test_unknown_or_missing_command_loads_all_for_the_listing():
 
 
 def test_the_driver_command_does_not_import_the_api_server_or_the_node():
-    heavy = ("kubelet_dra.apiserver.server", "kubelet_dra.node", "kubelet_dra.demo")
+    heavy = ("kubelet_dra.peers.apiserver.server", "kubelet_dra.kubelet.kubelet", "kubelet_dra.workbench.demo")
     probe = (
         "import sys; from kubelet_dra.cli import load_commands; load_commands(['-v', '2', 'driver']); "
         f"print(sorted(m for m in {heavy!r} if m in sys.modules))"

@@ -4,7 +4,7 @@ import io
 
 import pytest
 
-from kubelet_dra import log
+from kubelet_dra.peers import log
 
 
 @pytest.fixture

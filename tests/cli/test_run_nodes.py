@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from helpers import eventually, kubelet_dra
 
-from kubelet_dra.driver import control
-from kubelet_dra.driver.settings import CONTROL_SOCKET
-from kubelet_dra.kube.client import KubeClient
-from kubelet_dra.testbed import manifests, objects
+from kubelet_dra.peers.driver import control
+from kubelet_dra.peers.driver.settings import CONTROL_SOCKET
+from kubelet_dra.peers.kube.client import KubeClient
+from kubelet_dra.workbench.testbed import manifests, objects
 
 DRIVER = "gpu.example.com"
 NODES = ("sim-0", "sim-1", "sim-2")

@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 from realk8s import RealControlPlane, start_control_plane, stop_control_plane
 
-from kubelet_dra.controlplane.allocator import Unsatisfiable, allocate
-from kubelet_dra.controlplane.sharing import Usage
+from kubelet_dra.peers.controlplane.allocator import Unsatisfiable, allocate
+from kubelet_dra.peers.controlplane.sharing import Usage
 
 DRIVER = "share.example.com"
 NODE = "node-a"

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from realk8s import Api, client_go_refusals
 
-from kubelet_dra.apiserver.testing import ServerThread
+from kubelet_dra.workbench.testbed.serverthread import ServerThread
 
 CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
 PODS = "/api/v1/namespaces/default/pods"

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from realk8s import Api
 
-from kubelet_dra.apiserver.testing import ServerThread
+from kubelet_dra.workbench.testbed.serverthread import ServerThread
 
 KNOWN_DIFFERENCES: dict[str, str] = {
     r"(json parse error: ).*": "a JSON syntax error is described by Python's parser, not Go's, after the same prefix",

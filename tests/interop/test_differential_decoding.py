@@ -15,7 +15,7 @@ import pytest
 from realk8s import Api
 from typed_bodies import CASES, CONFIG_MAPS, JSON, PATCH_CASES, Case, config_map
 
-from kubelet_dra.apiserver.testing import ServerThread
+from kubelet_dra.workbench.testbed.serverthread import ServerThread
 
 pytestmark = pytest.mark.interop
 

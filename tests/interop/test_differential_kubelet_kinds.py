@@ -14,7 +14,7 @@ import pytest
 from realk8s import Api
 from test_differential import same_on_both, servers  # noqa: F401  (the fixture of both servers)
 
-from kubelet_dra.kubeproto import mapping
+from kubelet_dra.peers.kubeproto import mapping
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"

@@ -18,7 +18,7 @@ import pytest
 import yaml
 from realk8s import Api, RealControlPlane
 
-from kubelet_dra.apiserver.testing import ServerThread
+from kubelet_dra.workbench.testbed.serverthread import ServerThread
 
 NODE = "node-2"
 """A node identity of the session's real kube-apiserver that no other interop test writes with."""

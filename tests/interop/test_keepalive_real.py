@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from realk8s import RealControlPlane
 
-from kubelet_dra.kube.client import KubeApiError, KubeClient, api_path
+from kubelet_dra.peers.kube.client import KubeApiError, KubeClient, api_path
 
 pytestmark = pytest.mark.interop
 

@@ -1,6 +1,6 @@
 """The same pod lifecycles on the real kubelet 1.36.2 and on ``kubelet-dra run``, as nodes of one real control plane
 (kube-apiserver, kube-scheduler and kube-controller-manager 1.36.2), compared as normalized status histories
-(``kubelet_dra.pods.history``): what a user or a controller sees of a pod must be the same on both.
+(``kubelet_dra.workbench.fidelity.history``): what a user or a controller sees of a pod must be the same on both.
 
 Lifecycles: a pod with a claim from a template on the Go example driver runs and is deleted; a pod whose prepare fails
 (the reference driver's ``prepare-error`` knob) gets the Warning Event and is deleted while Pending; a pod is deleted
@@ -34,7 +34,7 @@ from realk8s import (
     stop_control_plane,
 )
 
-from kubelet_dra.pods.history import from_the_kubelet, history
+from kubelet_dra.workbench.fidelity.history import from_the_kubelet, history
 
 REAL, SIM = "node-real", "node-sim"
 GPU, REF = "gpu.example.com", "ref.example.com"

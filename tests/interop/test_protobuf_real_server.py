@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from realk8s import Api, RealControlPlane
 
-from kubelet_dra.kubeproto import mapping
+from kubelet_dra.peers.kubeproto import mapping
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "kube-apiserver-1.36" / "protobuf"
 PROTOBUF = "application/vnd.kubernetes.protobuf"

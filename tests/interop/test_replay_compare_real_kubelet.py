@@ -15,8 +15,8 @@ from pathlib import Path
 from helpers import kubelet_dra
 from realk8s import REPO
 
-from kubelet_dra.fidelity.columns import COLUMNS
-from kubelet_dra.fidelity.known import known_difference
+from kubelet_dra.workbench.fidelity.columns import COLUMNS
+from kubelet_dra.workbench.fidelity.known import known_difference
 
 SCENARIOS = ("one-connection-for-all-calls", "kubelet-restart-during-prepare", "apiserver-restart")
 

@@ -21,12 +21,12 @@ from helpers import eventually
 from nodeenv import unique
 from realk8s import example_driver_cmd
 
-from kubelet_dra.api.calls import CallRecorder
-from kubelet_dra.api.services import DRA_HEALTH_V1ALPHA1
-from kubelet_dra.apiserver.testing import ServerThread
-from kubelet_dra.kube.client import KubeClient, api_path
-from kubelet_dra.log import get_logger
-from kubelet_dra.tap.forward import Forwarder, Upstream
+from kubelet_dra.peers.api.calls import CallRecorder
+from kubelet_dra.peers.api.services import DRA_HEALTH_V1ALPHA1
+from kubelet_dra.peers.kube.client import KubeClient, api_path
+from kubelet_dra.peers.log import get_logger
+from kubelet_dra.workbench.tap.forward import Forwarder, Upstream
+from kubelet_dra.workbench.testbed.serverthread import ServerThread
 
 WATCHES = 50
 

@@ -1,0 +1,1 @@
+"""The kubelet's DRA metrics and the endpoint that serves them."""

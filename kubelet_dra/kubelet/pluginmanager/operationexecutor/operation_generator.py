@@ -1,0 +1,251 @@
+"""One register attempt and one unregister, step by step as the kubelet does them (SPEC.md §2.4, §2.5).
+
+The registration socket is dialled anew for every attempt (blocking, ≤10 s), asked ``GetInfo``
+(≤1 s), validated by the handler for the plugin's type, registered, and told the outcome with
+``NotifyRegistrationStatus`` (≤5 s). Every failure carries the kubelet's exact message and a
+``Diagnosis``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, NoReturn
+
+import attrs
+import grpc
+from google.protobuf.message import Message
+
+from kubelet_dra.kubelet.pluginmanager.cache.state_of_world import ActualStateOfWorld, DesiredPlugin, RegisteredPlugin
+from kubelet_dra.kubelet.pluginmanager.cache.types import PluginHandler
+from kubelet_dra.kubelet.pluginmanager.diagnosis import Diagnosis, classify, diagnose
+from kubelet_dra.kubelet.pluginmanager.operationexecutor.operation_executor import OperationFailed
+from kubelet_dra.peers.api import pluginregistration_pb2 as registration_pb2
+from kubelet_dra.peers.api.calls import CallRecord, CallRecorder, message_json, next_request_id
+from kubelet_dra.peers.api.goformat import go_rpc_error
+from kubelet_dra.peers.api.services import REGISTRATION
+from kubelet_dra.peers.gotext import go_quote, go_quote_list
+from kubelet_dra.peers.log import Logger
+
+PREFIX = "RegisterPlugin error -- "
+
+DIAL_OPTIONS = (
+    ("grpc.initial_reconnect_backoff_ms", 10),
+    ("grpc.min_reconnect_backoff_ms", 10),
+    ("grpc.max_reconnect_backoff_ms", 200),
+)
+"""Connect retries inside the 10 s dial budget. A driver's socket file appears (bind) a moment before
+it accepts connections (listen); with gRPC's default 1 s reconnect backoff that moment would cost a
+whole second, so the dial retries every few milliseconds instead. The budget itself is the kubelet's."""
+
+
+@attrs.frozen
+class HandshakeTimeouts:
+    dial: float = 10.0
+    get_info: float = 1.0
+    notify: float = 5.0
+
+
+DEFAULT_TIMEOUTS = HandshakeTimeouts()
+
+
+class RegistrationFailed(OperationFailed):
+    """A register attempt failed; ``str()`` is the kubelet's error for the attempt."""
+
+    def __init__(self, message: str, diagnosis: Diagnosis) -> None:
+        super().__init__(message)
+        self.diagnosis = diagnosis
+
+
+async def why_dial_failed(socket_path: str) -> str:
+    """A plain-words reason why nothing answered on ``socket_path``, found with one raw connect."""
+    try:
+        _, writer = await asyncio.open_unix_connection(socket_path)
+    except FileNotFoundError:
+        return "the socket file is gone"
+    except ConnectionRefusedError:
+        return "connection refused: no process listens on the socket (a stale socket left by a driver that exited)"
+    except PermissionError:
+        return "permission denied: this user may not connect to the socket"
+    except OSError as err:
+        return f"connect failed: {errno.errorcode.get(err.errno or 0, '')} {err.strerror}".replace("  ", " ")
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return "the socket accepts connections but no gRPC server answered in time"
+
+
+def wrong_type_error(info: registration_pb2.PluginInfo, endpoint: str, versions: list[str], path: str) -> str:
+    """The real kubelet's refusal of a plugin type other than DRAPlugin: a CSIPlugin goes to its CSI handler, which
+    finds no CSI version it can parse among DRA service names (seen on kubelet 1.36.2); any other type has no
+    handler at all."""
+    if info.type != "CSIPlugin" or not versions:
+        return f"no handler registered for plugin type: {info.type} at socket {path}"
+    return (
+        f"plugin validation failed with err: validation failed for CSI Driver {info.name} at endpoint {endpoint}:"
+        f" kubernetes.io/csi: ValidatePlugin for CSI driver {go_quote(info.name)} failed. None of the versions"
+        f" specified {go_quote_list(versions)} are supported. err=could not find a highest supported version from"
+        f" versions ([{' '.join(versions)}]) reported: illegal version string {go_quote(versions[0])}"
+    )
+
+
+def _with_rpc_error(message: str, rpc_error: str | None) -> str:
+    """The kubelet's notify result: the message, followed by the notify call's own error if it failed."""
+    return message if rpc_error is None else f"{message}: {rpc_error}"
+
+
+class Handshake:
+    """The register and unregister operations for one plugin manager."""
+
+    def __init__(
+        self,
+        *,
+        handlers: Mapping[str, PluginHandler],
+        actual: ActualStateOfWorld,
+        timeouts: HandshakeTimeouts,
+        log: Logger,
+        recorder: CallRecorder | None = None,
+    ) -> None:
+        self._handlers = handlers
+        self._actual = actual
+        self._timeouts = timeouts
+        self._log = log
+        self._recorder = recorder
+
+    async def register(self, plugin: DesiredPlugin) -> None:
+        path = plugin.socket_path
+        async with self._dial(path) as stub:
+            info = await self._get_info(stub, path)
+            handler = self._handlers.get(info.type)
+            endpoint = info.endpoint or path
+            versions = list(info.supported_versions)
+            if handler is None:
+                message = f"{PREFIX}{wrong_type_error(info, endpoint, versions, path)}"
+                cause = f"GetInfo returned type {info.type!r}; the only DRA plugin type is 'DRAPlugin'"
+                await self._reject(stub, path, message, "F4", cause)
+            try:
+                handler.validate_plugin(info.name, endpoint, versions)
+            except Exception as err:  # a handler rejects with any exception; its text is the kubelet's
+                message = f"{PREFIX}plugin validation failed with err: {err}"
+                mode_id = classify(message) or "F6"
+                cause = (
+                    "GetInfo returned an empty supported_versions list"
+                    if mode_id == "F5"
+                    else f"supported_versions {versions!r} name no DRA service this kubelet calls"
+                )
+                await self._reject(stub, path, message, mode_id, cause)
+            registered = RegisteredPlugin(path, plugin.uuid, plugin.timestamp, handler, info.name, endpoint)
+            self._actual.add(registered)
+            try:
+                await handler.register_plugin(info.name, endpoint, versions)
+            except Exception as err:  # same contract as validation
+                self._actual.remove(path)
+                message = f"{PREFIX}plugin registration failed with err: {err}"
+                rpc_error = await self._notify(stub, path, False, message)
+                diagnosis = self._diagnose_registration(path, message, str(err), endpoint)
+                raise RegistrationFailed(_with_rpc_error(message, rpc_error), diagnosis) from err
+            rpc_error = await self._notify(stub, path, True, "")
+            if rpc_error is not None:
+                self._actual.remove(path)
+                await handler.deregister_plugin(info.name, endpoint)
+                message = f"{PREFIX}failed to send registration status at socket {path}, err: : {rpc_error}"
+                cause = f"the driver answered NotifyRegistrationStatus(plugin_registered=true) with {rpc_error}"
+                raise RegistrationFailed(message, diagnose("F9", socket=path, cause=cause, message=message))
+        self._log.v(2).info("Registered plugin", socket=path, name=info.name, endpoint=endpoint, type=info.type)
+
+    async def unregister(self, plugin: RegisteredPlugin) -> None:
+        """Forget the plugin; like the kubelet, without contacting it."""
+        self._actual.remove(plugin.socket_path)
+        await plugin.handler.deregister_plugin(plugin.name, plugin.endpoint)
+        self._log.v(4).info("DeRegisterPlugin called", socket=plugin.socket_path, pluginName=plugin.name)
+
+    @contextlib.asynccontextmanager
+    async def _dial(self, path: str) -> AsyncIterator[Any]:
+        channel = grpc.aio.insecure_channel(f"unix:{path}", options=DIAL_OPTIONS)
+        try:
+            try:
+                await asyncio.wait_for(channel.channel_ready(), self._timeouts.dial)
+            except TimeoutError:
+                message = (
+                    f"{PREFIX}dial failed at socket {path}, err: failed to dial socket {path},"
+                    " err: context deadline exceeded"
+                )
+                cause = await why_dial_failed(path)
+                raise RegistrationFailed(message, diagnose("F2", socket=path, cause=cause, message=message)) from None
+            yield REGISTRATION.stub(channel)
+        finally:
+            await channel.close()
+
+    async def _get_info(self, stub: Any, path: str) -> registration_pb2.PluginInfo:
+        try:
+            return await self._call(
+                stub.GetInfo, "GetInfo", registration_pb2.InfoRequest(), path, self._timeouts.get_info
+            )
+        except grpc.aio.AioRpcError as err:
+            message = f"{PREFIX}failed to get plugin info using RPC GetInfo at socket {path}, err: {go_rpc_error(err)}"
+            cause = {
+                grpc.StatusCode.DEADLINE_EXCEEDED: "GetInfo took longer than the kubelet's 1 s",
+                grpc.StatusCode.UNIMPLEMENTED: "the socket does not serve pluginregistration.Registration/GetInfo",
+            }.get(err.code(), f"GetInfo failed with {err.code().name}: {err.details()}")
+            raise RegistrationFailed(message, diagnose("F3", socket=path, cause=cause, message=message)) from err
+
+    async def _notify(self, stub: Any, path: str, registered: bool, error: str) -> str | None:
+        """Send the status; the Go text of the call's gRPC error, or ``None`` when the driver accepted it."""
+        status = registration_pb2.RegistrationStatus(plugin_registered=registered, error=error)
+        try:
+            await self._call(
+                stub.NotifyRegistrationStatus, "NotifyRegistrationStatus", status, path, self._timeouts.notify
+            )
+        except grpc.aio.AioRpcError as err:
+            return go_rpc_error(err)
+        return None
+
+    async def _call(self, rpc: Any, method: str, request: Message, path: str, timeout: float) -> Any:
+        """One registration RPC with a request ID, recorded like every DRA call (the driver is not known yet)."""
+        request_id = next_request_id()
+        self._log.v(6).info("Calling", requestID=request_id, method=method, socket=path, request=message_json(request))
+        started, clock = time.time(), time.monotonic()
+        response: Message | None = None
+        status, details = "OK", ""
+        try:
+            response = await rpc(request, timeout=timeout)
+            return response
+        except grpc.aio.AioRpcError as err:
+            status, details = err.code().name, err.details() or ""
+            raise
+        finally:
+            if self._recorder is not None:
+                self._recorder.add(
+                    CallRecord(
+                        request_id=request_id,
+                        driver="",
+                        endpoint=path,
+                        method=REGISTRATION.method_path(method),
+                        streaming=False,
+                        request=request,
+                        response=response,
+                        status=status,
+                        details=details,
+                        started_at=started,
+                        duration=time.monotonic() - clock,
+                    )
+                )
+
+    async def _reject(self, stub: Any, path: str, message: str, mode_id: str, cause: str) -> NoReturn:
+        """Tell the plugin why it is rejected; fails the attempt behind the kubelet's misleading prefix."""
+        rpc_error = await self._notify(stub, path, False, message)
+        attempt_error = f"{PREFIX}failed to send error at socket {path}, err: {_with_rpc_error(message, rpc_error)}"
+        raise RegistrationFailed(attempt_error, diagnose(mode_id, socket=path, cause=cause, message=message))
+
+    @staticmethod
+    def _diagnose_registration(path: str, message: str, error: str, endpoint: str) -> Diagnosis:
+        mode_id = classify(message) or "F8"
+        cause = (
+            f"another registration socket already registered endpoint {endpoint} for this driver"
+            if mode_id == "F7"
+            else f"the handler refused the plugin: {error}"
+        )
+        return diagnose(mode_id, socket=path, cause=cause, message=message)

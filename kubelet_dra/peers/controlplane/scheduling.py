@@ -1,0 +1,135 @@
+"""The scheduler's DRA part for pods already bound to a node: allocate their claims and reserve them.
+
+A claim that is allocated already only gains the pod in ``reservedFor`` (if the allocation can
+serve the pod's node); an unallocated one gets devices on that node. When no devices fit, the
+pod stays pending and gets one Warning Event per distinct reason, like the scheduler's
+``FailedScheduling``.
+
+In a cluster a kubelet first sees a pod when the scheduler binds it, after its claims are
+reserved. Here pods are created bound, so a kubelet (the real one and the simulated one alike) has
+already tried the pod ("ResourceClaim not created yet") and tries again only at its pod resync,
+a minute later, or when the pod changes: once every claim of a pod is reserved, the pod gets the
+:data:`CLAIMS_RESERVED` annotation, the change binding would be.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubelet_dra.peers.controlplane.allocator import Unsatisfiable, allocate
+from kubelet_dra.peers.controlplane.cluster import (
+    Snapshot,
+    claims_path,
+    for_each,
+    pod_claim_names,
+    pod_claims_created,
+    pod_done,
+    pod_node,
+    pod_reference,
+    pods_path,
+)
+from kubelet_dra.peers.controlplane.sharing import Usage
+from kubelet_dra.peers.kube.client import KubeClient
+from kubelet_dra.peers.kube.events import PodEventReporter
+from kubelet_dra.peers.log import get_logger
+
+log = get_logger("allocator")
+
+COMPONENT = "kubelet-dra-controlplane"
+FAILED_REASON = "FailedScheduling"
+CLAIMS_RESERVED = "kubelet-dra.dev/claims-reserved"
+"""The annotation a pod gets once all its claims are reserved: a kubelet syncs the changed pod at once."""
+
+
+class Scheduler:
+    def __init__(self, kube: KubeClient) -> None:
+        self._kube = kube
+        self._events = PodEventReporter(kube, {"component": COMPONENT})
+
+    async def sync(self, snapshot: Snapshot) -> bool:
+        """Every pod in turn, each seeing the devices the ones before it were given; False if one must be retried."""
+        in_use = Usage.of(snapshot.claims)
+        succeeded = await for_each(snapshot.pods, lambda pod: self.sync_pod(pod, snapshot, in_use))
+        live = {pod["metadata"]["uid"] for pod in snapshot.pods}
+        self._events.retain(live)
+        return succeeded
+
+    async def sync_pod(self, pod: dict[str, Any], snapshot: Snapshot, in_use: Usage) -> None:
+        """Allocate and reserve the bound pod's claims, all or none; ``in_use`` grows with every allocation made
+        (capacity consumed and counters used included).
+
+        All claims are planned before any is written, so a pod that cannot get everything holds no
+        devices while it waits.
+        """
+        node = pod_node(pod)
+        if not node or pod_done(pod) or pod["metadata"].get("deletionTimestamp") or not pod_claims_created(pod):
+            return
+        meta = pod["metadata"]
+        planned: list[dict[str, Any]] = []
+        allocated: list[dict[str, Any]] = []
+        # the claims this pass allocates; those allocated before are counted in ``in_use`` already
+        taken = in_use.copy()
+        for name in pod_claim_names(pod):
+            claim = snapshot.claim(meta["namespace"], name)
+            if claim is None:
+                await self._report(pod, f"waiting for ResourceClaim {meta['namespace']}/{name} to be created")
+                return
+            status = claim.get("status") or {}
+            if any(ref.get("uid") == meta["uid"] for ref in status.get("reservedFor") or []):
+                continue
+            allocation = status.get("allocation")
+            newly = allocation is None
+            if allocation is None:
+                try:
+                    allocation = allocate(
+                        claim, node=node, slices=snapshot.slices, classes=snapshot.classes, in_use=taken
+                    ).to_status()
+                except Unsatisfiable as err:
+                    await self._report(pod, f"cannot allocate ResourceClaim {name}: {err}")
+                    return
+            elif not _serves(allocation, node):
+                await self._report(pod, f"ResourceClaim {name} is allocated to another node")
+                return
+            claim["status"] = {
+                **status,
+                "allocation": allocation,
+                "reservedFor": [*(status.get("reservedFor") or []), pod_reference(pod)],
+            }
+            if newly:
+                taken.add(claim)
+                allocated.append(claim)
+            planned.append(claim)
+        for claim in planned:
+            name = claim["metadata"]["name"]
+            await self._kube.request("PUT", claims_path(meta["namespace"], name) + "/status", body=claim)
+            if any(claim is new for new in allocated):
+                in_use.add(claim)
+            log.info("Reserved claim", claim=f"{meta['namespace']}/{name}", pod=meta["name"], node=node)
+        if planned:
+            await mark_claims_reserved(self._kube, meta["namespace"], meta["name"])
+        self._events.forget(meta["uid"])
+
+    async def _report(self, pod: dict[str, Any], message: str) -> None:
+        """One Warning Event per pod and distinct message, so a retry loop does not flood the namespace."""
+        if await self._events.report(pod, FAILED_REASON, message):
+            meta = pod["metadata"]
+            log.warning("Pod cannot run", pod=f"{meta['namespace']}/{meta['name']}", reason=message)
+
+
+async def mark_claims_reserved(kube: KubeClient, namespace: str, name: str) -> None:
+    """Annotate the pod whose claims are now all reserved: the change a cluster's binding would be, so that any
+    kubelet (which retries a failed prepare only at its pod resync or on a change of the pod) syncs it at once."""
+    body = {"metadata": {"annotations": {CLAIMS_RESERVED: "true"}}}
+    await kube.request("PATCH", pods_path(namespace, name), body=body, content_type="application/merge-patch+json")
+
+
+def _serves(allocation: dict[str, Any], node: str) -> bool:
+    """Whether an allocation's node selector admits ``node`` (by name: the only form this allocator writes)."""
+    terms = (allocation.get("nodeSelector") or {}).get("nodeSelectorTerms")
+    if not terms:
+        return True
+    return any(
+        field.get("key") == "metadata.name" and field.get("operator") == "In" and node in (field.get("values") or [])
+        for term in terms
+        for field in term.get("matchFields") or []
+    )

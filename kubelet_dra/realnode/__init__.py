@@ -1,6 +1,0 @@
-"""The node played by a real kubelet process: its runtime, configuration and restarts, and a testbed around it."""
-
-from kubelet_dra.realnode.bed import RealTestbed
-from kubelet_dra.realnode.kubelet import RealKubelet, RealKubeletOptions
-
-__all__ = ["RealKubelet", "RealKubeletOptions", "RealTestbed"]

@@ -1,0 +1,156 @@
+"""Compare two ``--record-calls`` files call by call, after taking out what always differs between runs.
+
+Two recordings of the same pod lifecycle (a tap of the real kubelet, a ``kubelet-dra run``) differ
+in request IDs, times, socket paths, UIDs, generated claim names and pool (node) names. Those are
+replaced by placeholders numbered in order of first appearance in each file (``<uid-1>``,
+``<claim-1>``, ``<pool-1>``), so the same call in the same place reads the same. Calls are put in
+the order they started (calls that overlap or follow within 50 ms in name order); runs of the
+same call (the real kubelet's health watch every 5 s) are folded into one line with a count. What
+is left is shown as a unified diff.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from kubelet_dra.peers.errors import ConfigError
+
+CONCURRENT = 0.05
+"""Seconds between the end of a burst of calls and the start of the next call under which it joins the burst."""
+_UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def load(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a JSON-lines file; a line that is not a record is a clear error naming it."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as err:
+        raise ConfigError(
+            f"cannot read the call record file: {err.strerror}",
+            where=str(path),
+            fix="give the path of a file written by --record-calls or kubelet-dra tap",
+        ) from err
+    records = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ConfigError(
+                f"not JSON: {err.msg}", where=f"{path}:{number}", fix="give a file written by --record-calls"
+            ) from None
+        if not isinstance(record, dict) or not {"method", "status", "started_at"} <= record.keys():
+            raise ConfigError(
+                "not a call record (it needs method, status and started_at)",
+                where=f"{path}:{number}",
+                fix="give a file written by --record-calls or kubelet-dra tap",
+            )
+        records.append(record)
+    return records
+
+
+class _Placeholders:
+    """One file's stand-ins: each distinct value of a kind gets the next number of that kind."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, str], str] = {}
+        self._counts: dict[str, int] = {}
+
+    def __call__(self, kind: str, value: str) -> str:
+        key = (kind, value)
+        if key not in self._seen:
+            self._counts[kind] = self._counts.get(kind, 0) + 1
+            self._seen[key] = f"<{kind}-{self._counts[kind]}>"
+        return self._seen[key]
+
+    def text(self, value: str) -> str:
+        return _UID.sub(lambda match: self("uid", match.group()), value)
+
+
+def _normalize(value: Any, names: _Placeholders, key: str = "", in_claims: bool = False) -> Any:
+    if isinstance(value, dict):
+        return {names.text(name): _normalize(item, names, name, key == "claims") for name, item in value.items()}
+    if isinstance(value, list):
+        return [_normalize(item, names, key, in_claims) for item in value]
+    if not isinstance(value, str):
+        return value
+    if key == "name" and in_claims:
+        return names("claim", value)
+    if key == "pool_name":
+        return names("pool", value)
+    if key == "endpoint" and os.path.isabs(value):
+        return f"<dir>/{os.path.basename(value)}"
+    return names.text(value)
+
+
+def _method_name(method: str) -> str:
+    service, _, name = method.rpartition("/")
+    return f"{service.lstrip('/').rsplit('.', 1)[-1]}/{name}" if service else name
+
+
+def call_lines(records: Iterable[dict[str, Any]], *, concurrent: float = CONCURRENT) -> list[str]:
+    """One line per call in start order, normalized; repeats of the same line folded into ``(xN)``.
+
+    Calls that overlap or follow each other within ``concurrent`` seconds are one burst, ordered by their text:
+    which of two such calls starts first (the health stream a kubelet opens while it notifies the driver) is chance.
+    """
+    names = _Placeholders()
+    bursts: list[list[str]] = []
+    burst_end = float("-inf")
+    for record in sorted(records, key=lambda record: record["started_at"]):
+        if record["started_at"] > burst_end + concurrent or not bursts:
+            bursts.append([])
+        burst_end = max(burst_end, record["started_at"] + float(record.get("duration") or 0.0))
+        request = json.dumps(_normalize(record.get("request"), names), sort_keys=True)
+        response = json.dumps(_normalize(record.get("response"), names), sort_keys=True)
+        details = f" {names.text(record.get('details') or '')!r}" if record.get("details") else ""
+        bursts[-1].append(
+            f"{_method_name(record['method'])} {record['status']}{details} request={request} response={response}"
+        )
+    lines = [line for burst in bursts for line in sorted(burst)]
+    folded: list[str] = []
+    count = 0
+    for index, line in enumerate(lines):
+        count += 1
+        if index + 1 == len(lines) or lines[index + 1] != line:
+            folded.append(line if count == 1 else f"{line} (x{count})")
+            count = 0
+    return folded
+
+
+@attrs.frozen
+class CallsDiff:
+    a: str
+    b: str
+    a_lines: tuple[str, ...]
+    b_lines: tuple[str, ...]
+
+    @property
+    def same(self) -> bool:
+        return self.a_lines == self.b_lines
+
+    def unified(self) -> list[str]:
+        return list(difflib.unified_diff(self.a_lines, self.b_lines, self.a, self.b, lineterm="", n=1000))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "a": self.a,
+            "b": self.b,
+            "same": self.same,
+            "diff": self.unified(),
+            "a_calls": list(self.a_lines),
+            "b_calls": list(self.b_lines),
+        }
+
+
+def diff(a: str | Path, b: str | Path) -> CallsDiff:
+    return CallsDiff(str(a), str(b), tuple(call_lines(load(a))), tuple(call_lines(load(b))))

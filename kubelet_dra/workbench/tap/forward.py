@@ -1,0 +1,232 @@
+"""Forward every gRPC call on one socket to another, byte for byte, and record it.
+
+Every method is served as a bidirectional stream whatever its declared kind: on the wire a unary
+call and a stream look the same (headers, length-prefixed messages, trailers), so one path
+forwards unary calls, server streams and methods the tap has never heard of alike. The caller's
+deadline and metadata go to the driver; the driver's initial metadata, messages, status code,
+details and trailing metadata come back unchanged. Known methods are decoded for the record only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import attrs
+import grpc
+
+from kubelet_dra.peers.api.calls import CallRecord, CallRecorder, next_request_id
+from kubelet_dra.peers.log import Logger
+from kubelet_dra.workbench.tap.methods import KNOWN_METHODS, decode_all
+
+UNLIMITED_MESSAGES = (("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1))
+"""The tap never refuses a message either side would accept: message size limits stay the two ends' own."""
+
+HALF_CLOSE_GRACE = 0.2
+"""How long the tap waits for the caller to finish the request of a method it does not know before it forwards the
+request as a stream; a unary caller sends its message and the half-close together, well within it."""
+
+Rewrite = Callable[[str, bytes], Awaitable[bytes]]
+"""Changes one answer of the driver before the caller gets it (the tap's own endpoint in GetInfo)."""
+
+
+async def _unchanged(method: str, data: bytes) -> bytes:
+    return data
+
+
+def forwarded_metadata(metadata: Any) -> list[tuple[str, str | bytes]]:
+    """The caller's metadata minus what gRPC itself sets for each hop (pseudo-headers, ``grpc-*``, user agent)."""
+    return [
+        (key, value)
+        for key, value in metadata or ()
+        if not key.startswith((":", "grpc-")) and key not in ("user-agent", "content-type", "te")
+    ]
+
+
+class Upstream:
+    """The driver's socket and one channel to it, replaced when the driver names another endpoint."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.channel = grpc.aio.insecure_channel(f"unix:{path}", options=UNLIMITED_MESSAGES)
+
+    async def retarget(self, path: str) -> None:
+        if path != self.path:
+            old = self.channel
+            self.path, self.channel = path, grpc.aio.insecure_channel(f"unix:{path}", options=UNLIMITED_MESSAGES)
+            await old.close()
+
+    async def close(self) -> None:
+        await self.channel.close()
+
+
+@attrs.define
+class OpenCall:
+    """A call that has not ended yet (a health stream stays open for as long as the driver is registered)."""
+
+    request_id: int
+    driver: str
+    method: str
+    started_at: float
+    messages: int = 0
+    """Answers forwarded so far."""
+
+
+class Forwarder(grpc.GenericRpcHandler):
+    """Serves any method path by calling the same path on ``upstream``; every call becomes one ``CallRecord``."""
+
+    def __init__(
+        self,
+        upstream: Upstream,
+        recorder: CallRecorder,
+        log: Logger,
+        *,
+        driver: str = "",
+        rewrite: Rewrite = _unchanged,
+    ) -> None:
+        self.upstream = upstream
+        self.driver = driver
+        """The driver name the records carry ("" on the registration socket, as the node records it)."""
+        self._recorder = recorder
+        self._log = log
+        self._rewrite = rewrite
+        self.open_calls: dict[int, OpenCall] = {}
+        """The calls in progress, by request ID: records are written when a call ends, these show it before."""
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+        return grpc.stream_stream_rpc_method_handler(functools.partial(self._forward, handler_call_details.method))
+
+    async def _forward(
+        self, method: str, requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[bytes]:
+        request_id = next_request_id()
+        log = self._log.with_values(requestID=request_id, method=method, driver=self.driver)
+        started, clock = time.time(), time.monotonic()
+        self.open_calls[request_id] = open_call = OpenCall(request_id, self.driver, method, started)
+        sent: list[bytes] = []
+        received: list[bytes] = []
+        code, details, trailing = grpc.StatusCode.OK, "", grpc.aio.Metadata()
+        options = {"timeout": context.time_remaining(), "metadata": forwarded_metadata(context.invocation_metadata())}
+        shape = KNOWN_METHODS.get(method)
+        streams = shape is None or shape.streaming
+        call: Any = None
+        answers: list[bytes] = []
+        try:
+            rest = await _read_requests(requests, sent, None if shape else HALF_CLOSE_GRACE)
+            if rest is None and len(sent) == 1:
+                call = self.upstream.channel.unary_stream(method)(sent[0], **options)
+            else:
+                call = self.upstream.channel.stream_stream(method)(rest or iter(list(sent)), **options)
+            headers = await call.initial_metadata()
+            if headers:
+                await context.send_initial_metadata(headers)
+            async for data in call:
+                received.append(data)
+                open_call.messages += 1
+                if streams:
+                    yield await self._rewrite(method, data)
+            code, details, trailing = await call.code(), await call.details(), await call.trailing_metadata()
+            if not streams:  # rewritten before the record ends: the caller waits for the rewrite too
+                answers = [await self._rewrite(method, data) for data in received]
+        except grpc.aio.AioRpcError as err:
+            code, details, trailing = err.code(), err.details() or "", err.trailing_metadata()
+        except BaseException:
+            # The caller cancelled (the kubelet closed a health stream, or gave up at its deadline), or the tap stops.
+            if call is not None:
+                call.cancel()
+            code, details = grpc.StatusCode.CANCELLED, "cancelled by the caller or the tap's stop"
+            remaining = context.time_remaining()
+            if remaining is not None and remaining <= 0:  # the caller's deadline, which the driver had too, passed
+                code, details = grpc.StatusCode.DEADLINE_EXCEEDED, "the caller's deadline passed"
+            raise
+        finally:
+            del self.open_calls[request_id]
+            self._record(request_id, method, sent, received, code, details, started, clock)
+            log.v(6).info("Forwarded", status=code.name, details=details, messages=len(received))
+        if not streams:
+            # A single answer goes out once the driver's call has ended and is recorded: a caller that hangs up as
+            # soon as it has its answer (the kubelet after NotifyRegistrationStatus) would otherwise cancel the
+            # record of a call that succeeded.
+            for data in answers:
+                yield data
+        context.set_trailing_metadata(tuple(trailing))
+        if code is not grpc.StatusCode.OK:
+            context.set_code(code)
+            context.set_details(details)
+
+    def _record(
+        self,
+        request_id: int,
+        method: str,
+        sent: list[bytes],
+        received: list[bytes],
+        code: grpc.StatusCode,
+        details: str,
+        started: float,
+        clock: float,
+    ) -> None:
+        shape = KNOWN_METHODS.get(method)
+        streaming = shape.streaming if shape else True
+        requests = decode_all(sent, shape.request if shape else None)
+        responses = decode_all(received, shape.response if shape else None)
+        request = requests[0] if len(requests) == 1 else {"messages": requests}
+        response: dict[str, Any] | list[dict[str, Any]] | None = responses
+        if not streaming:
+            response = responses[0] if code is grpc.StatusCode.OK and len(responses) == 1 else None
+        self._recorder.add(
+            CallRecord(
+                request_id=request_id,
+                driver=self.driver,
+                endpoint=self.upstream.path,
+                method=method,
+                streaming=streaming,
+                request=request,
+                response=response,
+                status=code.name,
+                details=details,
+                started_at=started,
+                duration=time.monotonic() - clock,
+            )
+        )
+
+
+async def _read_requests(
+    requests: AsyncIterator[bytes], sent: list[bytes], grace: float | None
+) -> AsyncIterator[bytes] | None:
+    """Read the caller's messages into ``sent`` until it half-closes; ``None`` once it has, or, when it sends nothing
+    more within ``grace`` (a streaming request), the messages to forward as they come (those read so far first).
+
+    A request sent whole is sent on whole, with the half-close, as the kubelet's own client does: writing to a Go
+    driver that already answered (UNIMPLEMENTED, at once) turns its status into INTERNAL "Internal error from Core"
+    in half the calls. Known methods all take one request, so they wait for the half-close however long it takes.
+    """
+    iterator = aiter(requests)
+    while True:
+        pending = asyncio.ensure_future(anext(iterator))
+        done, _ = await asyncio.wait({pending}, timeout=grace)
+        if not done:
+            return _stream(list(sent), pending, iterator, sent)
+        try:
+            sent.append(pending.result())
+        except StopAsyncIteration:
+            return None
+
+
+async def _stream(
+    read: list[bytes], pending: asyncio.Future[bytes], iterator: AsyncIterator[bytes], sent: list[bytes]
+) -> AsyncIterator[bytes]:
+    """The messages already ``read``, then the ``pending`` one and the rest as they come, each kept in ``sent``."""
+    for data in read:
+        yield data
+    try:
+        data = await pending
+    except StopAsyncIteration:
+        return
+    sent.append(data)
+    yield data
+    async for data in iterator:
+        sent.append(data)
+        yield data

@@ -1,0 +1,119 @@
+"""One driver seen through the tap: its registration socket mirrored in the kubelet's registry dir.
+
+The mirror forwards both registration calls to the driver's own registration socket. The first
+``GetInfo`` names the driver and its service endpoint: the tap starts serving a socket of its own
+that forwards to that endpoint and answers the kubelet with it in the endpoint's place, so every
+DRA call passes through the tap too; that socket is exactly as reachable as the driver's endpoint
+(``kubelet_dra.workbench.tap.reach``). An empty or relative endpoint is left as the driver gave it,
+so the kubelet judges it exactly as it would without the tap. Stopping the mirror removes both of
+its sockets: the kubelet then unregisters the driver as if the driver had gone.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import attrs
+from google.protobuf.message import DecodeError
+
+from kubelet_dra.peers.api import pluginregistration_pb2 as registration_pb2
+from kubelet_dra.peers.api.calls import CallRecorder
+from kubelet_dra.peers.api.services import REGISTRATION
+from kubelet_dra.peers.log import Logger
+from kubelet_dra.workbench.tap.forward import Forwarder, OpenCall, Upstream
+from kubelet_dra.workbench.tap.reach import ServedEndpoint, Server
+
+GET_INFO = REGISTRATION.method_path("GetInfo")
+
+
+@attrs.frozen
+class MirrorView:
+    """What the live view and ``--output json`` say about one mirrored driver."""
+
+    driver: str
+    """The name from the driver's last GetInfo answer, "" until the kubelet asked."""
+    driver_socket: str
+    mirror_socket: str
+    driver_endpoint: str
+    tap_endpoint: str
+    serving: bool
+    """Whether the tap's service socket is served now: the driver's endpoint is there and the tap reaches it."""
+    since: float
+    """When this mirror of the driver's socket began (epoch seconds): the kubelet's calls from then on are about
+    this incarnation of the driver; earlier ones reached a driver that has since gone."""
+
+    def to_json(self) -> dict[str, str]:
+        return attrs.asdict(self)
+
+
+class DriverMirror:
+    def __init__(
+        self, driver_socket: str, mirror_socket: str, service_dir: str, recorder: CallRecorder, log: Logger
+    ) -> None:
+        """``service_dir``: where the tap's service socket for this driver goes, one dir per registration socket
+        (two instances of one driver, a rolling update's, register from sockets of the same name in two dirs)."""
+        self.driver_socket = driver_socket
+        self.mirror_socket = mirror_socket
+        self._service_dir = service_dir
+        self._recorder = recorder
+        self._log = log.with_values(socket=driver_socket)
+        self._registration = Forwarder(Upstream(driver_socket), recorder, log, rewrite=self._rewrite)
+        self._server = Server(mirror_socket, self._registration)
+        self._service: Forwarder | None = None
+        self._service_server: ServedEndpoint | None = None
+        self._since = 0.0
+
+    def open_calls(self) -> list[OpenCall]:
+        forwarders = [self._registration, *([self._service] if self._service else [])]
+        return [call for forwarder in forwarders for call in forwarder.open_calls.values()]
+
+    def view(self) -> MirrorView:
+        service = self._service
+        return MirrorView(
+            driver=service.driver if service else "",
+            driver_socket=self.driver_socket,
+            mirror_socket=self.mirror_socket,
+            driver_endpoint=service.upstream.path if service else "",
+            tap_endpoint=self._service_server.path if self._service_server else "",
+            serving=bool(self._service_server and self._service_server.serving),
+            since=self._since,
+        )
+
+    async def start(self) -> None:
+        self._since = time.time()
+        await self._server.start()
+        self._log.v(2).info("Mirrored registration socket", mirror=self.mirror_socket)
+
+    async def stop(self) -> None:
+        await self._server.stop()
+        await self._registration.upstream.close()
+        if self._service_server is not None and self._service is not None:
+            await self._service_server.stop()
+            await self._service.upstream.close()
+        self._log.v(2).info("Removed mirrored sockets", mirror=self.mirror_socket)
+
+    async def _rewrite(self, method: str, data: bytes) -> bytes:
+        """GetInfo's answer with the tap's endpoint; every other answer as it is."""
+        if method != GET_INFO:
+            return data
+        try:
+            info = registration_pb2.PluginInfo.FromString(data)
+        except DecodeError:  # not a PluginInfo: the kubelet shall see the same bytes
+            return data
+        if not os.path.isabs(info.endpoint):
+            return data
+        info.endpoint = await self._serve(info.name, info.endpoint)
+        return info.SerializeToString()
+
+    async def _serve(self, driver: str, endpoint: str) -> str:
+        """The tap's socket that forwards to ``endpoint``, started on the first GetInfo."""
+        if self._service is None:
+            self._service = Forwarder(Upstream(endpoint), self._recorder, self._log, driver=driver)
+            path = os.path.join(self._service_dir, "dra.sock")
+            self._service_server = ServedEndpoint(path, self._service, self._log.with_values(driver=driver))
+            await self._service_server.start()
+        self._service.driver = driver
+        await self._service.upstream.retarget(endpoint)
+        assert self._service_server is not None
+        return self._service_server.path

@@ -1,0 +1,163 @@
+"""GETs over the kept-alive connection: the official client's TLS, token and errors, against the embedded
+API server over HTTPS (its CA, its tokens), answer for answer the same as the official client's path."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubelet_dra.peers.apiserver.tls import ensure_certificates
+from kubelet_dra.peers.kube.client import KubeApiError, KubeClient, api_path
+from kubelet_dra.peers.kube.config import load_configuration
+from kubelet_dra.workbench.testbed.serverthread import ServerThread
+
+NAMESPACES = api_path("", "v1", "namespaces")
+
+
+def kubeconfig(apiserver: ServerThread, path: Path, **user_and_cluster: Any) -> Path:
+    """The server's admin kubeconfig with ``user_and_cluster`` changes (``cluster.X`` / ``user.X`` keys)."""
+    document = yaml.safe_load(apiserver.kubeconfig.read_text())
+    for key, value in user_and_cluster.items():
+        where, _, field = key.partition("__")
+        entry = document["clusters"][0]["cluster"] if where == "cluster" else document["users"][0]["user"]
+        if value is None:
+            entry.pop(field.replace("_", "-"), None)
+        else:
+            entry[field.replace("_", "-")] = value
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def official(client: KubeClient, path: str) -> dict[str, Any]:
+    """The same request through the official client (urllib3, worker thread), for comparison."""
+    return client._request("GET", path, {}, None, "application/json")
+
+
+async def test_a_get_answers_as_the_official_client_does(apiserver: ServerThread) -> None:
+    client = KubeClient.from_kubeconfig(str(apiserver.kubeconfig))
+    try:
+        path = api_path("", "v1", "namespaces", name="default")
+        fast, slow = await client.get(path), await asyncio.to_thread(official, client, path)
+        assert fast == slow
+        assert fast["metadata"]["name"] == "default"
+        listed = await client.get(NAMESPACES, query={"labelSelector": "kubernetes.io/metadata.name=default"})
+        assert [item["metadata"]["name"] for item in listed["items"]] == ["default"]
+    finally:
+        client.close()
+
+
+async def test_errors_carry_the_status_of_the_server(apiserver: ServerThread) -> None:
+    client = KubeClient.from_kubeconfig(str(apiserver.kubeconfig))
+    try:
+        with pytest.raises(KubeApiError) as caught:
+            await client.request(
+                "GET", api_path("resource.k8s.io", "v1", "resourceclaims", namespace="default", name="gone")
+            )
+        assert (caught.value.code, caught.value.reason) == (404, "NotFound")
+        assert caught.value.message == 'resourceclaims.resource.k8s.io "gone" not found'
+    finally:
+        client.close()
+
+
+async def test_a_wrong_token_is_the_servers_401(apiserver: ServerThread, tmp_path: Path) -> None:
+    client = KubeClient.from_kubeconfig(str(kubeconfig(apiserver, tmp_path / "kc", user__token="not-a-token")))
+    try:
+        with pytest.raises(KubeApiError) as caught:
+            await client.get(NAMESPACES)
+        assert caught.value.code == 401
+        assert caught.value.reason == "Unauthorized"
+    finally:
+        client.close()
+
+
+async def test_a_token_file_is_read_again_for_every_request(apiserver: ServerThread, tmp_path: Path) -> None:
+    token_file = tmp_path / "token"
+    token_file.write_text("not-a-token\n")
+    path = kubeconfig(apiserver, tmp_path / "kc", user__token=None, user__tokenFile=str(token_file))
+    client = KubeClient.from_kubeconfig(str(path))
+    try:
+        with pytest.raises(KubeApiError) as caught:
+            await client.get(NAMESPACES)
+        assert caught.value.code == 401
+        token_file.write_text(f"{apiserver.server.admin_token}\n")  # rotated, as a kubelet rotates a pod's token
+        assert (await client.get(NAMESPACES))["kind"] == "NamespaceList"
+    finally:
+        client.close()
+
+
+async def test_a_server_outside_the_ca_is_refused(apiserver: ServerThread, tmp_path: Path) -> None:
+    stranger = ensure_certificates(tmp_path / "pki", ["127.0.0.1"])
+    data = base64.b64encode(stranger.ca_cert_pem).decode()
+    client = KubeClient.from_kubeconfig(
+        str(kubeconfig(apiserver, tmp_path / "kc", cluster__certificate_authority_data=data))
+    )
+    try:
+        with pytest.raises(KubeApiError) as caught:
+            await client.get(NAMESPACES)
+        assert caught.value.code == 0
+        assert f"cannot reach the API server at {apiserver.url}" in caught.value.message
+        assert "certificate verify failed" in caught.value.message
+    finally:
+        client.close()
+
+
+async def test_insecure_skip_tls_verify_is_honoured(apiserver: ServerThread, tmp_path: Path) -> None:
+    path = kubeconfig(
+        apiserver, tmp_path / "kc", cluster__certificate_authority_data=None, cluster__insecure_skip_tls_verify=True
+    )
+    client = KubeClient.from_kubeconfig(str(path))
+    try:
+        assert (await client.get(NAMESPACES))["kind"] == "NamespaceList"
+    finally:
+        client.close()
+
+
+def test_a_client_used_from_two_event_loops_answers_in_each(apiserver: ServerThread) -> None:
+    client = KubeClient.from_kubeconfig(str(apiserver.kubeconfig))
+    answers: list[str] = []
+
+    def in_a_loop_of_its_own() -> None:
+        answers.append(asyncio.run(client.get(NAMESPACES))["kind"])
+
+    try:
+        answers.append(asyncio.run(client.get(NAMESPACES))["kind"])
+        thread = threading.Thread(target=in_a_loop_of_its_own)
+        thread.start()
+        thread.join(30)
+        answers.append(asyncio.run(client.get(NAMESPACES))["kind"])
+    finally:
+        client.close()
+    assert answers == ["NamespaceList"] * 3
+
+
+def test_only_expiring_credentials_keep_the_librarys_refresh(apiserver: ServerThread, tmp_path: Path) -> None:
+    static = load_configuration(str(apiserver.kubeconfig))
+    assert static.refresh_api_key_hook is None
+    assert json.dumps(static.auth_settings()).count(apiserver.server.admin_token) == 1
+    credential = {"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {"token": "t"}}
+    script = tmp_path / "credential"
+    script.write_text(f"#!/bin/sh\necho '{json.dumps(credential)}'\n")
+    script.chmod(0o755)
+    command = {"apiVersion": "client.authentication.k8s.io/v1", "command": str(script), "interactiveMode": "Never"}
+    exec_user = kubeconfig(apiserver, tmp_path / "kc", user__token=None, user__exec=command)
+    assert load_configuration(str(exec_user)).refresh_api_key_hook is not None
+
+
+async def test_an_unreachable_server_is_an_api_error_with_code_zero(apiserver: ServerThread, tmp_path: Path) -> None:
+    client = KubeClient.from_kubeconfig(
+        str(kubeconfig(apiserver, tmp_path / "kc", cluster__server="https://127.0.0.1:1"))
+    )
+    try:
+        with pytest.raises(KubeApiError) as caught:
+            await client.get(NAMESPACES)
+        assert caught.value.code == 0
+        assert caught.value.message.startswith("cannot reach the API server at https://127.0.0.1:1: ")
+    finally:
+        client.close()

@@ -1,0 +1,39 @@
+"""The check counts and the check table in the docs are written from the checks: a test fails when they drift."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from kubelet_dra.workbench.conformance.catalog import TABLE_END, TABLE_START, summary, updated
+from kubelet_dra.workbench.conformance.checks import all_checks
+
+ROOT = Path(__file__).resolve().parents[3]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def test_the_docs_say_what_the_checks_say() -> None:
+    command = [sys.executable, "-m", "kubelet_dra.workbench.conformance.catalog", "--check", *map(str, DOCS)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, (
+        f"{done.stderr}rewrite with: python -m kubelet_dra.workbench.conformance.catalog README.md docs/*.md"
+    )
+    assert TABLE_START in (ROOT / "docs" / "conformance.md").read_text()
+
+
+def test_a_wrong_count_or_a_stale_row_is_rewritten_and_flagged(tmp_path: Path) -> None:
+    checks = all_checks()
+    stale = tmp_path / "page.md"
+    stale.write_text(f"with 3 named checks\n\n{TABLE_START}\n| `REG-001` | must | old title |\n{TABLE_END}\n\nend\n")
+    command = [sys.executable, "-m", "kubelet_dra.workbench.conformance.catalog", "--check", str(stale)]
+    assert subprocess.run(command, capture_output=True, check=False).returncode == 1
+    text = updated(stale.read_text(), checks)
+    assert f"with {len(checks)} named checks" in text and "old title" not in text
+    assert text.count("\n| `") == len(checks) and text.endswith(f"{TABLE_END}\n\nend\n")
+
+
+def test_the_summary_counts_groups_and_levels() -> None:
+    checks = all_checks()
+    musts = sum(check.level == "must" for check in checks)
+    assert summary(checks) == f"{len(checks)} checks in eight groups: {musts} `must`, {len(checks) - musts} `should`"

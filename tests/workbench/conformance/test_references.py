@@ -1,0 +1,53 @@
+"""Every reference a check prints can be opened: a page (and section) of docs/ or a public URL, never the
+project's private notes."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kubelet_dra.workbench.conformance.checks import all_checks
+from kubelet_dra.workbench.conformance.rules import SEPARATOR
+
+REPO = Path(__file__).parents[3]
+PRIVATE = ("SPEC §", "SPEC-1.37", "USERS #", "../shared")
+"""Marks of the protocol notes kept outside the repository, which a driver author cannot open."""
+
+
+def anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives the page's headings: lower case, spaces to dashes, punctuation dropped."""
+    headings = re.findall(r"^#+ (.+)$", page.read_text(), flags=re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-") for heading in headings}
+
+
+@pytest.mark.parametrize("check", all_checks(), ids=lambda check: check.id)
+def test_each_reference_resolves_to_a_url_or_a_docs_page_section(check) -> None:
+    sources = check.reference.split(SEPARATOR)
+    assert sources, check.id
+    for source in sources:
+        target = source.split(" ")[0]
+        if target.startswith("https://"):
+            continue
+        page, _, anchor = target.partition("#")
+        assert page.startswith("docs/") and (REPO / page).is_file(), f"{check.id}: {source!r} is no docs/ page"
+        assert not anchor or anchor in anchors(REPO / page), f"{check.id}: {page} has no section #{anchor}"
+
+
+def test_no_printed_reference_points_to_a_document_outside_the_repository() -> None:
+    """--list (text and JSON) prints every check's reference and the source of its rule."""
+    for args in ((), ("--output", "json")):
+        listed = subprocess.run(
+            [sys.executable, "-m", "kubelet_dra", "conformance", "--list", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+        assert len(all_checks()) <= listed.count("docs/protocol.md#")
+        assert not [mark for mark in PRIVATE if mark in listed], [
+            line for line in listed.splitlines() if "SPEC" in line
+        ]

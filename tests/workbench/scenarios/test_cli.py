@@ -1,0 +1,75 @@
+"""``kubelet-dra replay`` as users run it: a real subprocess, exit codes 0/1/2, JUnit and JSON reports."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+LIBRARY = Path(__file__).resolve().parents[3] / "scenarios"
+QUICK = str(LIBRARY / "register-after-getinfo-failure.yaml")
+
+
+def replay(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kubelet_dra", "replay", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_passing_scenario_exits_0_and_writes_junit(tmp_path: Path):
+    report = tmp_path / "replay.xml"
+    done = replay(QUICK, "--junit", str(report))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "✓ GetInfo failure diagnosed as F3" in done.stdout
+    assert "1 of 1 scenario(s) passed" in done.stdout
+    suite = ET.parse(report).getroot()
+    assert suite.get("name") == "kubelet-dra replay"
+    assert (suite.get("failures"), suite.get("errors")) == ("0", "0")
+    names = [case.get("name") for case in suite.iter("testcase")]
+    assert "registered once GetInfo answers" in names
+    assert {case.get("classname") for case in suite.iter("testcase")} == {"scenario.register-after-getinfo-failure"}
+
+
+def test_a_fault_makes_it_exit_1_naming_the_broken_expectation(tmp_path: Path):
+    report = tmp_path / "replay.xml"
+    done = replay(QUICK, "--fault", "gpu:getinfo-type=CSIPlugin", "--junit", str(report), "--output", "json")
+    assert done.returncode == 1, done.stderr
+    result = json.loads(done.stdout)
+    assert result["passed"] is False
+    (scenario,) = result["scenarios"]
+    broken = [step for step in scenario["steps"] if step["result"] == "failed"]
+    assert broken[0]["name"] == "registered once GetInfo answers"
+    assert "expected gpu.example.com registered=true" in broken[0]["message"]
+    failures = [case for case in ET.parse(report).getroot().iter("testcase") if case.find("failure") is not None]
+    assert [case.get("name") for case in failures] == ["registered once GetInfo answers"]
+
+
+def test_malformed_scenario_exits_2_with_positions_and_no_traceback(tmp_path: Path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "apiVersion: kubelet-dra.dev/v1alpha1\nkind: Scenario\nmetadata: {name: bad}\nstep:\n  - sleep: 2x\n"
+    )
+    done = replay(QUICK, str(bad))
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert f"{bad}:1:1: missing required field 'steps'" in done.stderr
+    assert f"{bad}:4:1: step: unknown field 'step' (did you mean 'steps'?" in done.stderr
+    assert done.stdout == "", "nothing runs when a file is invalid"
+
+
+def test_bad_fault_flag_is_a_usage_error():
+    done = replay(QUICK, "--fault", "gpu-prepare-error")
+    assert done.returncode == 2
+    assert "DRIVER_ID:KNOB=VALUE" in done.stderr
+    done = replay(QUICK, "--fault", "gpu:prepare-delay=soon")
+    assert done.returncode == 2
+    assert "bad value 'soon' for fault knob prepare-delay" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_check_only_validates():
+    done = replay("--check", "--output", "json", *map(str, sorted(LIBRARY.glob("*.yaml"))))
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout)["valid"]) >= 25

@@ -1,0 +1,50 @@
+"""docs/fidelity.md has one row per library scenario: "refused: …" exactly where ``replay --real-kubelet`` refuses
+the file, otherwise one cell per column that says "identical" or, exactly where ``kubelet_dra.workbench.fidelity.known``
+accepts a difference, "differs: …" with why. The table cannot fall behind the library, the refusal rules or the
+known differences."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from kubelet_dra.workbench.fidelity.columns import COLUMNS
+from kubelet_dra.workbench.fidelity.known import KNOWN
+from kubelet_dra.workbench.scenarios import onrealkubelet as realkubelet
+from kubelet_dra.workbench.scenarios.loader import load
+
+REPO = Path(__file__).resolve().parents[3]
+ROW = re.compile(r"^\| ([a-z0-9-]+) \| (.+) \|$", re.MULTILINE)
+HEADER = "| scenario | " + " | ".join(COLUMNS) + " |"
+
+
+def _rows() -> dict[str, list[str]]:
+    text = (REPO / "docs" / "fidelity.md").read_text()
+    assert HEADER in text, f"docs/fidelity.md: the scenario table's header must be {HEADER!r}"
+    table = text[text.index(HEADER) :].split("\n\n", 1)[0]
+    rows = ROW.findall(table)[1:]  # the header's first
+    return {name: [cell.strip() for cell in cells.split(" | ")] for name, cells in rows}
+
+
+def test_every_library_scenario_has_its_row_and_the_right_verdict():
+    rows = _rows()
+    library = sorted(path for path in (REPO / "scenarios").glob("*.yaml"))
+    assert sorted(rows) == sorted(path.stem for path in library), "docs/fidelity.md: add or remove scenario rows"
+    for path in library:
+        refused = bool(realkubelet.refusals(load(path), "1.36"))
+        cells = rows[path.stem]
+        assert cells[0].startswith("refused") == refused, path.name
+        if not refused:
+            assert len(cells) == len(COLUMNS), f"{path.stem}: one cell per column {COLUMNS}"
+
+
+def test_a_cell_says_differs_exactly_where_the_difference_is_known():
+    for name, cells in _rows().items():
+        if cells[0].startswith("refused"):
+            continue
+        for column, cell in zip(COLUMNS, cells, strict=True):
+            if (name, column) in KNOWN:
+                assert cell.startswith("differs: "), f"{name} {column}: the known difference, and why"
+            else:
+                assert cell == "identical", f"{name} {column}: {cell!r} is not in kubelet_dra.workbench.fidelity.known"
+    assert all(name in _rows() for name, _ in KNOWN), "a known difference of a scenario the library lacks"

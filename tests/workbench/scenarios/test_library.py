@@ -1,0 +1,79 @@
+"""The scenario library, golden style: every file in ``scenarios/`` replays green against the reference driver,
+and every file can fail: broken as ``breakers.BREAKERS`` says, it reports that expectation by name."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from kubelet_dra.kubelet.release import RELEASES
+from kubelet_dra.peers import log
+from kubelet_dra.workbench.scenarios.loader import load, loads
+from kubelet_dra.workbench.scenarios.replayer import ReplayOptions, ScenarioResult, replay
+from kubelet_dra.workbench.scenarios.replayreport import failures
+
+from .breakers import BREAKERS
+
+LIBRARY = Path(__file__).resolve().parents[3] / "scenarios"
+FILES = sorted(path.name for path in LIBRARY.glob("*.yaml"))
+BROKEN_AT_ONCE = 3
+"""Broken replays mostly wait out deadlines, so a few run side by side."""
+
+
+def test_the_library_covers_the_node_e2e_situations():
+    assert len(FILES) >= 25
+    assert set(BREAKERS) == set(FILES), "every scenario needs a way to break it (breakers.py)"
+    names = [load(LIBRARY / name).name for name in FILES]
+    assert len(set(names)) == len(names), "scenario names are unique"
+
+
+@pytest.mark.parametrize("kubelet", RELEASES)
+@pytest.mark.parametrize("name", FILES)
+async def test_scenario_replays_green(name: str, kubelet: str):
+    """Under every release kubelet-dra emulates, but a file that pins its release only under that one."""
+    scenario = load(LIBRARY / name)
+    if scenario.node.release_pinned and scenario.node.options.release.name != kubelet:
+        pytest.skip(f"pinned to kubelet {scenario.node.options.release.name}")
+    result = await replay(scenario.on(RELEASES[kubelet]))
+    assert result.passed, failures(result)
+    assert result.results, "it ran its steps"
+
+
+@pytest.fixture(scope="module")
+def broken_results() -> dict[str, ScenarioResult]:
+    """Every scenario replayed once broken (its own event loop, a few at a time)."""
+
+    async def run_all() -> dict[str, ScenarioResult]:
+        gate = asyncio.Semaphore(BROKEN_AT_ONCE)
+
+        async def one(name: str) -> tuple[str, ScenarioResult]:
+            breaker = BREAKERS[name]
+            text = (LIBRARY / name).read_text()
+            if breaker.mutation is not None:
+                assert breaker.mutation[0] in text, f"{name}: the mutation's text is not in the file"
+                text = text.replace(*breaker.mutation)
+            async with gate:
+                return name, await replay(loads(text, name), ReplayOptions(faults=breaker.faults))
+
+        return dict(await asyncio.gather(*(one(name) for name in FILES)))
+
+    with open(os.devnull, "w") as sink:
+        log.configure(0, sink)
+        try:
+            return asyncio.run(run_all())
+        finally:
+            log.configure(0)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_scenario_detects_its_breakage(name: str, broken_results: dict[str, ScenarioResult]):
+    result = broken_results[name]
+    broken = [step.name for step in result.broken]
+    assert not result.passed
+    assert not result.error, result.error
+    assert BREAKERS[name].broken in broken, f"{name}: expected {BREAKERS[name].broken!r} broken, got {broken}"
+    first = result.broken[0]
+    assert first.message, "a broken expectation says what was expected and what was seen"

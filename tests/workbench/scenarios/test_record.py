@@ -1,0 +1,102 @@
+"""``kubelet-dra run --record FILE`` writes what happened on a live node as a scenario that replays green."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import yaml
+from helpers import KubeletDRAProcess, eventually
+
+from kubelet_dra.peers.kube.client import KubeClient
+from kubelet_dra.workbench.scenarios.loader import load
+from kubelet_dra.workbench.scenarios.replayer import replay
+from kubelet_dra.workbench.scenarios.replayreport import failures
+from kubelet_dra.workbench.testbed import manifests, objects
+
+GPU = "gpu.example.com"
+NODE = "rec-node"
+
+
+async def phase(kube: KubeClient, name: str) -> str | None:
+    pod: dict[str, Any] | None = await objects.get(kube, "Pod", name)
+    return None if pod is None else (pod.get("status") or {}).get("phase", "Pending")
+
+
+async def test_a_recorded_node_replays_to_the_same_expectations(short_dir: Path):
+    recorded = short_dir / "recorded.yaml"
+    kubeconfig = short_dir / "kubeconfig"
+    registry = short_dir / "registry"
+    registry.mkdir()
+    processes: list[KubeletDRAProcess] = []
+    async with contextlib.AsyncExitStack() as stack:
+        node = await KubeletDRAProcess.start(
+            *("run", "--node-name", NODE, "--registry-dir", str(registry), "--kubeconfig-out", str(kubeconfig)),
+            *(
+                "--state-dir",
+                str(short_dir / "state"),
+                "--pod-back-off-period",
+                "0.3",
+                "--sync-frequency",
+                "0.3",
+                "--wiping-delay",
+                "2",
+            ),
+            *("--record", str(recorded)),
+        )
+        processes.append(node)
+        stack.push_async_callback(lambda: _stop_all(processes))
+        await node.wait_line("Embedded API server ready")
+        processes.append(await KubeletDRAProcess.start("controlplane", "--kubeconfig", str(kubeconfig)))
+        driver = await KubeletDRAProcess.start(
+            *("driver", "--driver-name", GPU, "--node-name", NODE, "--kubeconfig", str(kubeconfig)),
+            *("--registry-dir", str(registry), "--plugin-dir", str(short_dir / "plugin"), "--cdi-root", str(short_dir)),
+            *("--devices", "2"),
+        )
+        processes.append(driver)
+        await node.wait_line("Registered DRA plugin")
+        kube = KubeClient.from_kubeconfig(str(kubeconfig))
+        stack.callback(kube.close)
+        for manifest in (
+            manifests.device_class(GPU),
+            manifests.claim_template("one-gpu", GPU),
+            manifests.pod("p1", NODE, templates={"gpu": "one-gpu"}),
+            manifests.pod("p2", NODE, templates={"gpu": "one-gpu"}),
+        ):
+            await objects.apply(kube, manifest)
+        assert await eventually(lambda: _all_running(kube), timeout=20)
+        await objects.delete(kube, "Pod", "p2")
+        assert await eventually(lambda: _gone(kube, "p2"), timeout=20)
+        assert await node.stop() == 0
+
+    document = yaml.safe_load(recorded.read_text())
+    (driver_entry,) = document["drivers"]
+    assert driver_entry["name"] == GPU
+    assert "--registry-dir {registry_dir}" in driver_entry["command"]
+    assert "--plugin-dir {plugin_dir}" in driver_entry["command"]
+    assert {o["kind"] for o in document["objects"]} == {"DeviceClass", "ResourceClaimTemplate"}
+    expectations = [c for step in document["steps"] if "expect" in step for c in _listed(step["expect"])]
+    assert {"calls": {"driver": "gpu", "method": "NodePrepareResources", "status": "OK", "count": 2}} in expectations
+    assert {"calls": {"driver": "gpu", "method": "NodeUnprepareResources", "status": "OK", "count": 1}} in expectations
+
+    result = await replay(load(recorded))
+    assert result.passed, failures(result)
+    assert len([step for step in result.results if step.kind == "expectation"]) == len(expectations)
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+async def _all_running(kube: KubeClient) -> bool:
+    return [await phase(kube, "p1"), await phase(kube, "p2")] == ["Running", "Running"]
+
+
+async def _gone(kube: KubeClient, name: str) -> bool:
+    return await phase(kube, name) is None
+
+
+async def _stop_all(processes: list[KubeletDRAProcess]) -> None:
+    for process in reversed(processes):
+        await process.stop()
