@@ -3,9 +3,8 @@
 ``DebugSession`` watches a ``Node``; its ``Report`` holds the registration sockets and their phase,
 the driver instances and their connections, the other sockets found on the machine, the driver
 names the cluster uses, a timeline, and the problems with their fixes. ``explain`` does the same
-for log lines copied from a real kubelet or driver. Apart from it, ``handcall`` makes one kubelet
-gRPC call by hand (``kubelet-dra call``): ``callrequest`` builds the request, ``callroute`` finds
-the way the kubelet would take, ``callnotes`` says what a slow or failed answer means.
+for log lines copied from a real kubelet or driver. A call made by hand (``kubelet-dra call``) is
+``kubelet_dra.workbench.call``'s.
 """
 
 from kubelet_dra.workbench.debug.debugreport import Problem, Report, render
