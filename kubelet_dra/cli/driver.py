@@ -37,7 +37,6 @@ from kubelet_dra.peers.driver.settings import (
     resolve,
 )
 from kubelet_dra.peers.errors import UsageError
-from kubelet_dra.workbench.fleet import expand
 
 ENV_PREFIX = "KUBELET_DRA_"
 
@@ -213,6 +212,8 @@ def many_settings(args: argparse.Namespace) -> list[DriverSettings]:
     """``--nodes``: one instance's settings per node, ``{node}`` in the paths filled in with its name."""
     if args.node_name:
         raise UsageError("--node-name names one node, and --nodes many", where="--node-name", fix="give one of them")
+    from kubelet_dra.workbench.fleet import expand  # here, not at the top: the fleet package loads the node
+
     names = expand(args.nodes)
     given = {"--registry-dir": args.registry_dir, "--plugin-dir": args.plugin_dir, "--cdi-root": args.cdi_root}
     for flag in PER_NODE_PATHS:

@@ -80,7 +80,7 @@ BITES = (
     Bite(
         "serve-advertised-name",
         "true",
-        PREPARING | _ids("UNP-002 UNP-004 VER-001 VER-002 VER-003 VER-005 VER-007"),
+        _ids("PRE-001 PRE-002 UNP-002 UNP-004 VER-001 VER-003 VER-005 VER-007"),  # the rest not run under PRE-002
         focus=r"^(PRE|UNP|VER)-",
     ),
     Bite("prepare-block", "true", _ids("PRE-001"), focus=r"^(PRE-001|UNP-00[24])$", options=HANGING),

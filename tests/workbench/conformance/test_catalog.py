@@ -36,4 +36,4 @@ def test_a_wrong_count_or_a_stale_row_is_rewritten_and_flagged(tmp_path: Path) -
 def test_the_summary_counts_groups_and_levels() -> None:
     checks = all_checks()
     musts = sum(check.level == "must" for check in checks)
-    assert summary(checks) == f"{len(checks)} checks in eight groups: {musts} `must`, {len(checks) - musts} `should`"
+    assert summary(checks) == f"{len(checks)} checks in nine groups: {musts} `must`, {len(checks) - musts} `should`"

@@ -50,8 +50,8 @@ async def test_steps_that_need_the_simulated_node_are_refused_by_file_and_line(k
 
 
 async def test_the_pending_wipes_are_refused_but_not_what_the_tap_passes_through(kubelet_136: str):
-    """A killed driver and a removed service socket reach the real kubelet through the tap (tests/workbench/tap/test_tap_reach);
-    the simulated node's pending wipes cannot be read on it."""
+    """A killed driver and a removed service socket reach the real kubelet through the tap
+    (tests/workbench/tap/test_tap_reach); the simulated node's pending wipes cannot be read on it."""
     path = LIBRARY / "service-reconnect.yaml"
     line = await _refusal(path, kubelet_136)
     assert f"{path}:32: expectation wipe reads the simulated node's pending ResourceSlice wipes" in line
