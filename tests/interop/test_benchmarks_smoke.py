@@ -17,7 +17,7 @@ def test_the_manager_benchmark_runs_beside_the_real_kubelets_manager(interop_bin
     assert not missing(
         found,
         [
-            "cycle p50, Go example driver, real kube-apiserver 1.36.2, 1 claim(s), 1 at once",
+            "cycle p50, dra-example-kubeletplugin, real API server, 1 claim(s), 1 at once",
             "cycle p50 vs real kubelet 1.36.2",
         ],
     ), [figure["name"] for figure in found]
