@@ -212,7 +212,7 @@ def many_settings(args: argparse.Namespace) -> list[DriverSettings]:
     """``--nodes``: one instance's settings per node, ``{node}`` in the paths filled in with its name."""
     if args.node_name:
         raise UsageError("--node-name names one node, and --nodes many", where="--node-name", fix="give one of them")
-    from kubelet_dra.workbench.fleet import expand  # here, not at the top: the fleet package loads the node
+    from kubelet_dra.workbench.fleet.nodenames import expand  # here: only --nodes needs the name patterns
 
     names = expand(args.nodes)
     given = {"--registry-dir": args.registry_dir, "--plugin-dir": args.plugin_dir, "--cdi-root": args.cdi_root}

@@ -12,7 +12,6 @@ pod; the bundled reference driver serves up to ``NODES_PER_DRIVER_PROCESS`` node
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -31,11 +30,17 @@ PLUGINS = "plugins"
 CDI = "cdi"
 NODE_PLACEHOLDER = "{node}"
 NODES_PER_DRIVER_PROCESS = 500
+"""Nodes one reference driver process serves: a thousand nodes take two processes, one per core."""
 REQUEST_THREADS = 64
 """Threads the nodes' API requests go out from (the loop's default: 6 on 2 cores). A request's thread mostly
 waits for the server; with a thousand nodes' pods starting or stopping at once, six in flight made them queue
 for minutes while the server had room."""
-"""Nodes one reference driver process serves: a thousand nodes take two processes, one per core."""
+NODE_STARTS_AT_ONCE = 32
+"""Nodes starting at the same time. A node's start is a few requests in turn (who am I, its Node, the wipe of its
+slices, its pods' list): one node after the other, a thousand took minutes of waiting on answers."""
+WIPES_WAIT = 10.0
+"""Seconds a group's driver process waits for its nodes' start-up wipes: a slice published before its node's wipe
+is deleted by it and republished only after the driver's republish delay (30 s)."""
 
 
 @attrs.frozen
@@ -94,10 +99,12 @@ class Fleet:
         self.options = options
         self.driver = driver
         self.nodes: list[Node] = []
+        """The started nodes, in the order of ``layouts``."""
+        self._running: list[Node] = []
+        """Every node started so far, in the order their starts ended: the ones to stop."""
         self.drivers: dict[str, DriverProcess] = {}
         """Node name → its driver process."""
         self._kube: KubeClient | None = None
-        self._stack = contextlib.AsyncExitStack()
         self._log = get_logger("fleet")
 
     async def __aenter__(self) -> Fleet:
@@ -127,32 +134,56 @@ class Fleet:
             asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(threads, "kube-request"))
         if not self.per_node_identity:  # one client for all: a client per node would cost memory for nothing
             self._kube = KubeClient.from_kubeconfig(self.kubeconfig)
-        # Nodes first: a driver publishes ResourceSlices owned by its Node, which must exist by then.
-        for layout in self.layouts:
+        shared = self.driver is not None and self._shares_driver_processes(self.driver)
+        # A group of nodes at a time, then its driver: a driver publishes ResourceSlices owned by its Node, which
+        # must exist by then, and the next group's nodes start while this group's driver process comes up.
+        for first in range(0, len(self.layouts), NODES_PER_DRIVER_PROCESS):
+            group = self.layouts[first : first + NODES_PER_DRIVER_PROCESS]
+            nodes = await self._start_nodes(group)
+            self._log.info("Nodes started", nodes=len(self.nodes))
+            if self.driver is None:
+                continue
+            wipes = [node.startup_wipe for node in nodes if node.startup_wipe is not None]
+            if wipes:
+                await asyncio.wait(wipes, timeout=WIPES_WAIT)
+            for drivers in [group] if shared else [[layout] for layout in group]:
+                process = self._driver_process(drivers, self.driver)
+                for layout in drivers:
+                    self.drivers[layout.name] = process
+                await process.start()
+        if self.driver is not None:
+            self._log.info("Driver processes started", nodes=len(self.drivers), processes=len(self._processes()))
+
+    async def _start_nodes(self, layouts: list[NodeLayout]) -> list[Node]:
+        """Start the nodes of ``layouts``, ``NODE_STARTS_AT_ONCE`` at a time; each started one is stopped with the
+        fleet (a start cancelled half-way included), and the first failure is raised once every start has ended."""
+        slots = asyncio.Semaphore(NODE_STARTS_AT_ONCE)
+
+        async def start(layout: NodeLayout) -> Node:
             layout.root.mkdir(parents=True, exist_ok=True)  # the registry dir is the plugin watcher's to make
             options = attrs.evolve(self.options, state_dir=str(layout.root))
             own = None if self._kube else self.node_kubeconfig(layout)
             node = Node(layout.name, str(layout.registry_dir), kube=self._kube, kubeconfig=own, options=options)
-            self.nodes.append(await self._stack.enter_async_context(node))
-        self._log.info("Nodes started", nodes=len(self.nodes))
-        if self.driver is not None:
-            groups = self._shared_driver_groups(self.driver)
-            for group in groups or [[layout] for layout in self.layouts]:
-                process = self._driver_process(group, self.driver)
-                for layout in group:
-                    self.drivers[layout.name] = process
-                await process.start()
-            self._log.info("Driver processes started", nodes=len(self.drivers), processes=len(self._processes()))
+            async with slots:
+                self._running.append(await node.__aenter__())
+            return node
 
-    def _shared_driver_groups(self, spec: DriverSpec) -> list[list[NodeLayout]]:
-        """The nodes in groups of one reference driver process each; none when each node needs its own."""
+        outcomes = await asyncio.gather(*(start(layout) for layout in layouts), return_exceptions=True)
+        started = [outcome for outcome in outcomes if isinstance(outcome, Node)]
+        self.nodes += started
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        return started
+
+    def _shares_driver_processes(self, spec: DriverSpec) -> bool:
+        """Whether the nodes' reference drivers run in processes of ``NODES_PER_DRIVER_PROCESS`` nodes each (else
+        a process per node): the bundled reference driver, and every node under one root dir, so that each
+        per-node path is one ``{node}`` pattern."""
         if spec.command != REFERENCE_DRIVER or not spec.name or len(self.layouts) < 2:
-            return []
+            return False
         root = self.layouts[0].root.parent
-        if any(layout != NodeLayout.under(root, layout.name) for layout in self.layouts):
-            return []  # not one root dir: the per-node paths cannot be one {node} pattern
-        size = NODES_PER_DRIVER_PROCESS
-        return [self.layouts[start : start + size] for start in range(0, len(self.layouts), size)]
+        return all(layout == NodeLayout.under(root, layout.name) for layout in self.layouts)
 
     def _processes(self) -> list[DriverProcess]:
         return list({id(process): process for process in self.drivers.values()}.values())
@@ -189,7 +220,13 @@ class Fleet:
         for outcome in await asyncio.gather(*stops, return_exceptions=True):
             if isinstance(outcome, BaseException):
                 self._log.error("Failed to stop a driver process", outcome)
-        await self._stack.aclose()
+        # All at once: each node's stop is mostly waiting (its tasks cancelled, its channels and clients closed).
+        stopping, self._running = self._running, []
+        for outcome in await asyncio.gather(
+            *(node.__aexit__(None, None, None) for node in stopping), return_exceptions=True
+        ):
+            if isinstance(outcome, BaseException):
+                self._log.error("Failed to stop a node", outcome)
         if self._kube is not None:
             self._kube.close()
             self._kube = None
