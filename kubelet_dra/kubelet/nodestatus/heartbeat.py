@@ -9,7 +9,6 @@ behind their own heartbeats. Without Leases (the embedded API server) the status
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -167,9 +166,11 @@ class NodeHeartbeat:
                 self._log.warning("Cannot create the node Lease", err=str(err))
 
 
-def _without_heartbeats(status: dict[str, Any]) -> Any:
-    """The status less its conditions' heartbeat times: what a change of the node's state is judged on."""
-    said = copy.deepcopy(status)
-    for condition in said.get("conditions", ()):
-        condition.pop("lastHeartbeatTime", None)
-    return said
+def _without_heartbeats(status: dict[str, Any]) -> dict[str, Any]:
+    """The status less its conditions' heartbeat times: what a change of the node's state is judged on (a shallow
+    copy: a thousand nodes judge theirs a hundred times a second)."""
+    conditions = [
+        {key: value for key, value in condition.items() if key != "lastHeartbeatTime"}
+        for condition in status.get("conditions", ())
+    ]
+    return {**status, "conditions": conditions}

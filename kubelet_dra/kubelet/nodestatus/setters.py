@@ -74,6 +74,7 @@ def node_status(name: str, shape: NodeShape, version: str, now: float, since: fl
     and what it runs (``version``: the kubelet release whose DRA behaviour the node emulates)."""
     resources = {"cpu": shape.cpu, "memory": shape.memory, "pods": shape.pods}
     machine = uuid.uuid5(uuid.NAMESPACE_DNS, f"kubelet-dra/{name}").hex
+    heartbeat, transition = timestamp(now), timestamp(since)
     return {
         "capacity": resources,
         "allocatable": resources,
@@ -83,8 +84,8 @@ def node_status(name: str, shape: NodeShape, version: str, now: float, since: fl
                 "status": value,
                 "reason": reason,
                 "message": message,
-                "lastHeartbeatTime": timestamp(now),
-                "lastTransitionTime": timestamp(since),
+                "lastHeartbeatTime": heartbeat,
+                "lastTransitionTime": transition,
             }
             for kind, value, reason, message in CONDITIONS
         ],
