@@ -22,6 +22,7 @@ FIGURES = {
         "memory per node, 2 nodes, embedded API server",
         "steady-state CPU, 2 nodes, embedded API server",
         "pods to Running, 2 nodes, embedded API server",
+        "nodes Ready during the pods, 2 nodes, embedded API server",
     ],
     "scale": [
         "prepare + unprepare, 50 pods × 2 claims, 4 drivers",

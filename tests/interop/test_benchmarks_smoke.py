@@ -1,5 +1,6 @@
 """The benchmarks' rows that need the real programs, at smoke size: the Go driver and the real kube-apiserver
-beside the real kubelet's own DRA manager, and a pod's whole path on a real control plane (real kubelet)."""
+beside the real kubelet's own DRA manager, a pod's whole path on a real control plane (real kubelet), and simulated
+nodes with their pods placed by the real scheduler."""
 
 from __future__ import annotations
 
@@ -28,3 +29,16 @@ def test_the_pod_path_benchmark_runs_on_the_real_kubelet_and_kubelet_dra(interop
         pytest.skip(reason)
     found = figures("-m", "benchmarks", "--smoke", "--only", "path")
     assert not missing(found, ["create → Running, real kubelet", "delete → gone, real kubelet"]), found
+
+
+def test_the_many_nodes_benchmark_runs_on_the_real_control_plane(interop_bin: Path) -> None:
+    found = figures("benchmarks/many_nodes.py", *("--nodes", "2", "--apiservers", "real", "--steady", "1"))
+    assert not missing(
+        found,
+        [
+            "all Ready with slices, 2 nodes, real API server",
+            "memory per node, 2 nodes, real API server",
+            "pods to Running, 2 nodes, real API server",
+            "nodes Ready during the pods, 2 nodes, real API server",
+        ],
+    ), [figure["name"] for figure in found]
