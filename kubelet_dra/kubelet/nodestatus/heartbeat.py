@@ -27,10 +27,12 @@ from kubelet_dra.peers.log import Logger, get_logger
 
 NODES = api_path("", "v1", "nodes")
 LEASES = api_path("coordination.k8s.io", "v1", "leases", namespace=LEASE_NAMESPACE)
-HEARTBEAT_THREADS = ThreadPoolExecutor(max_workers=16, thread_name_prefix="heartbeat")
-"""Every node's heartbeat requests go from these threads (started at the first beat), not the loop's default ones:
-a kubelet's heartbeats have a client of their own, and a thousand nodes' pods must not delay their Leases. Sixteen,
-as a thousand nodes renew a hundred Leases a second and each request mostly waits for the server."""
+HEARTBEAT_THREADS = ThreadPoolExecutor(max_workers=128, thread_name_prefix="heartbeat")
+"""Every node's heartbeat requests go from these threads (started as needed: one node starts one), not the
+loop's default ones: a kubelet's heartbeats have a client of their own, and a thousand nodes' pods must not delay
+their Leases. A thousand nodes renew a hundred Leases a second and each request mostly waits for the server, so the
+threads keep up while an answer takes up to 1.28 s: with sixteen, answers slower than 0.16 s (a server busy placing
+a thousand pods) made the renewals queue here until 300 of 1,000 nodes went NotReady."""
 
 
 class NodeHeartbeat:
