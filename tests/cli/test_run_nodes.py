@@ -191,6 +191,25 @@ async def test_bad_node_flags_are_usage_errors(flags: tuple[str, ...], message: 
     assert "Traceback" not in err
 
 
+async def test_a_node_that_cannot_start_stops_the_ones_started_beside_it(short_dir: Path) -> None:
+    """The nodes start together: one whose kubeconfig is missing ends the run with one line naming the file,
+    after the nodes that did start are stopped."""
+    for node in ("sim-0", "sim-2"):  # sim-1 has none; the API server is away, which a kubelet survives
+        (short_dir / f"kubeconfig-node-{node}").write_text(
+            'apiVersion: v1\nkind: Config\nclusters: [{name: t, cluster: {server: "https://127.0.0.1:1"}}]\n'
+            "users: [{name: u, user: {token: t}}]\ncontexts: [{name: t, context: {cluster: t, user: u}}]\n"
+            "current-context: t\n"
+        )
+    code, _, err = await kubelet_dra(
+        *("run", "--nodes", "sim-{0..2}", "--root-dir", str(short_dir / "nodes")),
+        *("--kubeconfig", str(short_dir / "kubeconfig-node-{node}"), "--reference-driver", DRIVER),
+    )
+    assert code == 2, err
+    assert f"{short_dir / 'kubeconfig-node-sim-1'}: kubeconfig file does not exist" in err
+    assert all(f'msg="Stopped simulated node" node={node}' in err for node in ("sim-0", "sim-2")), err
+    assert "Traceback" not in err
+
+
 @pytest.mark.parametrize(
     ("flags", "names"),
     [(("--nodes", "a,b"), ["a", "b"]), (("--nodes", "n{0..5}", "--shard", "1/3"), ["n2", "n3"])],
