@@ -52,6 +52,7 @@ TARGET_CORES = 1.0
 STEP_TIMEOUT = 900.0
 POLL = 1.0
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+SYNC_FLAGS = ("--pod-back-off-period", "0.5", "--sync-frequency", "0.5")
 
 
 @attrs.frozen
@@ -133,13 +134,19 @@ class Cluster:
     admin: Path
     bound: bool
     """Pods are created on their node (no scheduler)."""
+    writers: int = 1
+    """Pods created (and deleted) at once."""
 
 
 @contextlib.asynccontextmanager
 async def cluster(name: str, nodes: list[str], workdir: Path) -> AsyncIterator[Cluster]:
     if name == "embedded":
         admin = workdir / "kubeconfig"
-        yield Cluster(name, ("--kubeconfig-out", str(admin)), admin, True)
+        # No --sync-frequency: a pod is synced again when the control plane marks its claims reserved, and a thousand
+        # pods resynced every half second keep the one process busy. Pods go out 16 at a time, as a load generator
+        # sends them: one by one, each waits a round trip on a server that shares its process with the nodes.
+        flags = ("--kubeconfig-out", str(admin), "--pod-back-off-period", "0.5")
+        yield Cluster(name, flags, admin, True, writers=16)
         return
     interop = realk8s()
     if interop is None:
@@ -147,7 +154,7 @@ async def cluster(name: str, nodes: list[str], workdir: Path) -> AsyncIterator[C
     plane_dir = workdir / "plane"
     plane = interop.start_control_plane(plane_dir, "scheduler", "controller-manager", nodes=tuple(nodes))
     try:
-        flags = ("--kubeconfig", str(plane.dir / "kubeconfig-node-{node}"))
+        flags = ("--kubeconfig", str(plane.dir / "kubeconfig-node-{node}"), *SYNC_FLAGS)
         yield Cluster(name, flags, plane.kubeconfig, False)
     finally:
         interop.stop_control_plane(plane_dir)
@@ -160,7 +167,7 @@ async def one_fleet(apiserver: str, size: int, steady: float, workdir: Path) -> 
         run = await asyncio.create_subprocess_exec(
             *(sys.executable, "-m", "kubelet_dra", "run", "--nodes", f"sim-{{0..{size - 1}}}"),
             *("--root-dir", str(workdir / "nodes"), "--reference-driver", DRIVER, "--devices", "1"),
-            *("--pod-back-off-period", "0.5", "--sync-frequency", "0.5", *where.flags),
+            *where.flags,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
         )
@@ -194,11 +201,16 @@ async def one_fleet(apiserver: str, size: int, steady: float, workdir: Path) -> 
             await objects.apply(kube, manifests.device_class(DRIVER))
             await objects.apply(kube, manifests.claim_template(TEMPLATE, DRIVER))
             created = time.monotonic()
-            for name in names:
+            slots = asyncio.Semaphore(where.writers)
+
+            async def create(name: str) -> None:
                 pod = manifests.pod(f"pod-{name}", name, templates={"gpu": TEMPLATE})
                 if not where.bound:  # the scheduler's to place
                     del pod["spec"]["nodeName"]
-                await objects.apply(kube, pod)
+                async with slots:
+                    await objects.apply(kube, pod)
+
+            await asyncio.gather(*(create(name) for name in names))
 
             async def all_running() -> bool:
                 pods = await objects.list_objects(kube, "Pod", NAMESPACE)
@@ -207,8 +219,12 @@ async def one_fleet(apiserver: str, size: int, steady: float, workdir: Path) -> 
             await until(all_running, "pods Running")
             running = time.monotonic() - created
             removed = time.monotonic()
-            for name in names:
-                await objects.delete(kube, "Pod", f"pod-{name}", NAMESPACE)
+
+            async def delete(name: str) -> None:
+                async with slots:
+                    await objects.delete(kube, "Pod", f"pod-{name}", NAMESPACE)
+
+            await asyncio.gather(*(delete(name) for name in names))
 
             async def all_gone() -> bool:
                 return not await objects.list_objects(kube, "Pod", NAMESPACE)
