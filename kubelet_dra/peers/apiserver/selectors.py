@@ -126,6 +126,12 @@ class Selection:
         """Whether label or field selectors narrow the result (kube then omits remainingItemCount)."""
         return bool(self.labels.requirements or self.fields.terms)
 
+    @property
+    def key_term(self) -> FieldTerm | None:
+        """A field the selection requires to equal a value (the first such term), if any: only objects with that
+        value, before or after a change, can matter to a watch, so the watch channel files the watcher under it."""
+        return next((term for term in self.fields.terms if not term.negated), None)
+
     def matches(self, obj: Mapping[str, Any]) -> bool:
         metadata = obj["metadata"]
         if self.namespace is not None and metadata.get("namespace") != self.namespace:

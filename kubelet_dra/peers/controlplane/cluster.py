@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -15,6 +16,9 @@ log = get_logger("controlplane")
 RESOURCE_GROUP = "resource.k8s.io"
 RESOURCE_VERSION = "v1"
 TERMINAL_PHASES = ("Succeeded", "Failed")
+CONCURRENT_WRITES = 16
+"""Objects synced at once in one step of a pass: each waits mostly for the server, and a thousand pods synced one
+after another wait a thousand round trips."""
 
 
 def claims_path(namespace: str | None = None, name: str | None = None) -> str:
@@ -27,21 +31,54 @@ def pods_path(namespace: str | None = None, name: str | None = None) -> str:
 
 @attrs.frozen
 class Snapshot:
-    """Pods, claims, slices and device classes as listed at one moment (pods first, so claims are newer)."""
+    """Pods, claims, slices and device classes as listed at one moment (pods first, so claims are newer), with the
+    lookups a pass makes for every pod and claim indexed once, so a pass over a thousand pods stays linear."""
 
     pods: tuple[dict[str, Any], ...]
     claims: tuple[dict[str, Any], ...]
     slices: tuple[dict[str, Any], ...]
     classes: dict[str, dict[str, Any]]
+    _pods_by_uid: dict[str, dict[str, Any]] = attrs.field(init=False)
+    _claims_by_key: dict[tuple[str, str], dict[str, Any]] = attrs.field(init=False)
+    _claims_by_owner: dict[str, list[dict[str, Any]]] = attrs.field(init=False)
+    _pools: dict[tuple[str, str], list[int]] = attrs.field(init=False)
+    _pools_by_node: dict[str, set[tuple[str, str]]] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        by_owner: dict[str, list[dict[str, Any]]] = {}
+        for claim in self.claims:
+            if (owner := controller_uid(claim)) is not None:
+                by_owner.setdefault(owner, []).append(claim)
+        pools: dict[tuple[str, str], list[int]] = {}
+        by_node: dict[str, set[tuple[str, str]]] = {}
+        for index, item in enumerate(self.slices):
+            spec = item.get("spec") or {}
+            pool = (str(spec.get("driver", "")), str((spec.get("pool") or {}).get("name", "")))
+            pools.setdefault(pool, []).append(index)
+            by_node.setdefault("" if spec.get("allNodes") else str(spec.get("nodeName") or "-"), set()).add(pool)
+        object.__setattr__(self, "_pods_by_uid", {pod["metadata"].get("uid"): pod for pod in self.pods})
+        keys = {(c["metadata"]["namespace"], c["metadata"]["name"]): c for c in self.claims}
+        object.__setattr__(self, "_claims_by_key", keys)
+        object.__setattr__(self, "_claims_by_owner", by_owner)
+        object.__setattr__(self, "_pools", pools)
+        object.__setattr__(self, "_pools_by_node", by_node)
 
     def pod_by_uid(self, uid: str) -> dict[str, Any] | None:
-        return next((pod for pod in self.pods if pod["metadata"].get("uid") == uid), None)
+        return self._pods_by_uid.get(uid)
 
     def claim(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return next(
-            (c for c in self.claims if c["metadata"]["namespace"] == namespace and c["metadata"]["name"] == name),
-            None,
-        )
+        return self._claims_by_key.get((namespace, name))
+
+    def claims_owned_by(self, uid: str) -> list[dict[str, Any]]:
+        """The claims whose controller is the object with ``uid``."""
+        return self._claims_by_owner.get(uid, [])
+
+    def slices_for(self, node: str) -> list[dict[str, Any]]:
+        """Every slice of each pool that has a slice on ``node`` or for all nodes: all the allocator needs to place
+        devices there (a pool's generations and counters are its own), without the thousand other nodes' slices; in
+        the order listed, which decides the devices tried first."""
+        pools = self._pools_by_node.get(node, set()) | self._pools_by_node.get("", set())
+        return [self.slices[index] for index in sorted(index for pool in pools for index in self._pools[pool])]
 
 
 async def snapshot(kube: KubeClient) -> Snapshot:
@@ -107,18 +144,27 @@ def controller_uid(obj: dict[str, Any]) -> str | None:
     return next((str(owner.get("uid")) for owner in owners if owner.get("controller")), None)
 
 
-async def for_each(items: Iterable[dict[str, Any]], action: Callable[[dict[str, Any]], Awaitable[None]]) -> bool:
-    """``action`` on every object; False when one failed and the pass should be repeated.
+async def for_each(
+    items: Iterable[dict[str, Any]],
+    action: Callable[[dict[str, Any]], Awaitable[None]],
+    *,
+    concurrency: int = 1,
+) -> bool:
+    """``action`` on every object, up to ``concurrency`` at once; False when one failed and the pass should be repeated.
 
     An API error on one object (a 409 after a stale read, a rejected write) is logged and does not
     stop the others, so one bad pod cannot hold up the whole cluster.
     """
-    succeeded = True
-    for item in items:
-        try:
-            await action(item)
-        except KubeApiError as err:
-            succeeded = False
-            meta = item.get("metadata") or {}
-            log.info("Sync failed, will retry", kind=item.get("kind", ""), name=meta.get("name"), err=str(err))
-    return succeeded
+    slots = asyncio.Semaphore(concurrency)
+
+    async def one(item: dict[str, Any]) -> bool:
+        async with slots:
+            try:
+                await action(item)
+            except KubeApiError as err:
+                meta = item.get("metadata") or {}
+                log.info("Sync failed, will retry", kind=item.get("kind", ""), name=meta.get("name"), err=str(err))
+                return False
+        return True
+
+    return all(await asyncio.gather(*(one(item) for item in items)))

@@ -12,7 +12,13 @@ import asyncio
 import contextlib
 from types import TracebackType
 
-from kubelet_dra.peers.controlplane.cluster import RESOURCE_GROUP, RESOURCE_VERSION, for_each, snapshot
+from kubelet_dra.peers.controlplane.cluster import (
+    CONCURRENT_WRITES,
+    RESOURCE_GROUP,
+    RESOURCE_VERSION,
+    for_each,
+    snapshot,
+)
 from kubelet_dra.peers.controlplane.resourceclaim import ClaimController
 from kubelet_dra.peers.controlplane.scheduling import Scheduler
 from kubelet_dra.peers.kube.client import WATCH_TIMEOUT, KubeClient, api_path
@@ -66,10 +72,14 @@ class ControlPlane:
         object failed and the pass should be repeated.
         """
         state = await snapshot(self._kube)
-        created = await for_each(state.pods, lambda pod: self.claims.sync_pod(pod, state))
+        created = await for_each(
+            state.pods, lambda pod: self.claims.sync_pod(pod, state), concurrency=CONCURRENT_WRITES
+        )
         scheduled = await self.scheduler.sync(await snapshot(self._kube))
         state = await snapshot(self._kube)
-        cleaned = await for_each(state.claims, lambda claim: self.claims.sync_claim(claim, state))
+        cleaned = await for_each(
+            state.claims, lambda claim: self.claims.sync_claim(claim, state), concurrency=CONCURRENT_WRITES
+        )
         return created and scheduled and cleaned
 
     async def _reconcile_loop(self) -> None:

@@ -21,7 +21,7 @@ from kubelet_dra.peers.controlplane.cluster import (
     recorded_pod_claims,
 )
 from kubelet_dra.peers.controlplane.names import POD_CLAIM_NAME_ANNOTATION, claim_generate_name
-from kubelet_dra.peers.kube.client import KubeClient, api_path
+from kubelet_dra.peers.kube.client import KubeApiError, KubeClient, api_path
 from kubelet_dra.peers.log import get_logger
 
 log = get_logger("claim-controller")
@@ -55,10 +55,9 @@ class ClaimController:
         return next(
             (
                 claim
-                for claim in snapshot.claims
+                for claim in snapshot.claims_owned_by(meta["uid"])
                 if claim["metadata"]["namespace"] == meta["namespace"]
                 and (claim["metadata"].get("annotations") or {}).get(POD_CLAIM_NAME_ANNOTATION) == pod_claim
-                and controller_uid(claim) == meta["uid"]
             ),
             None,
         )
@@ -104,7 +103,12 @@ class ClaimController:
         if POD_CLAIM_NAME_ANNOTATION in (meta.get("annotations") or {}) and owner is not None:
             pod = snapshot.pod_by_uid(owner)
             if pod is None or pod_done(pod):
-                await self._kube.request("DELETE", claims_path(meta["namespace"], meta["name"]))
+                try:
+                    await self._kube.request("DELETE", claims_path(meta["namespace"], meta["name"]))
+                except KubeApiError as err:
+                    if not err.not_found:  # gone already: deleted by a pass before this one saw it go
+                        raise
+                    return
                 log.info("Deleted generated claim of a finished pod", claim=f"{meta['namespace']}/{meta['name']}")
                 return
         status = claim.get("status") or {}

@@ -14,10 +14,12 @@ a minute later, or when the pod changes: once every claim of a pod is reserved, 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kubelet_dra.peers.controlplane.allocator import Unsatisfiable, allocate
 from kubelet_dra.peers.controlplane.cluster import (
+    CONCURRENT_WRITES,
     Snapshot,
     claims_path,
     for_each,
@@ -47,23 +49,33 @@ class Scheduler:
         self._events = PodEventReporter(kube, {"component": COMPONENT})
 
     async def sync(self, snapshot: Snapshot) -> bool:
-        """Every pod in turn, each seeing the devices the ones before it were given; False if one must be retried."""
+        """Every pod in turn, each seeing the devices the ones before it were given; False if one must be retried.
+
+        The devices are chosen pod after pod, the writes then go out for many pods at once: a pod's choice counts
+        in ``in_use`` as soon as it is made, so the next pod never gets the same device while the writes wait."""
         in_use = Usage.of(snapshot.claims)
-        succeeded = await for_each(snapshot.pods, lambda pod: self.sync_pod(pod, snapshot, in_use))
+        plans: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+
+        async def plan(pod: dict[str, Any]) -> None:
+            if (claims := await self.plan_pod(pod, snapshot, in_use)) is not None:
+                plans.append((pod, claims))
+
+        planned = await for_each(snapshot.pods, plan)
+        written = await for_each_plan(plans, self.commit)
         live = {pod["metadata"]["uid"] for pod in snapshot.pods}
         self._events.retain(live)
-        return succeeded
+        return planned and written
 
-    async def sync_pod(self, pod: dict[str, Any], snapshot: Snapshot, in_use: Usage) -> None:
-        """Allocate and reserve the bound pod's claims, all or none; ``in_use`` grows with every allocation made
-        (capacity consumed and counters used included).
+    async def plan_pod(self, pod: dict[str, Any], snapshot: Snapshot, in_use: Usage) -> list[dict[str, Any]] | None:
+        """The bound pod's claims with their allocation and reservation to write, all or none (None: nothing to
+        write); ``in_use`` grows with every allocation chosen (capacity consumed and counters used included).
 
         All claims are planned before any is written, so a pod that cannot get everything holds no
         devices while it waits.
         """
         node = pod_node(pod)
         if not node or pod_done(pod) or pod["metadata"].get("deletionTimestamp") or not pod_claims_created(pod):
-            return
+            return None
         meta = pod["metadata"]
         planned: list[dict[str, Any]] = []
         allocated: list[dict[str, Any]] = []
@@ -73,7 +85,7 @@ class Scheduler:
             claim = snapshot.claim(meta["namespace"], name)
             if claim is None:
                 await self._report(pod, f"waiting for ResourceClaim {meta['namespace']}/{name} to be created")
-                return
+                return None
             status = claim.get("status") or {}
             if any(ref.get("uid") == meta["uid"] for ref in status.get("reservedFor") or []):
                 continue
@@ -82,14 +94,14 @@ class Scheduler:
             if allocation is None:
                 try:
                     allocation = allocate(
-                        claim, node=node, slices=snapshot.slices, classes=snapshot.classes, in_use=taken
+                        claim, node=node, slices=snapshot.slices_for(node), classes=snapshot.classes, in_use=taken
                     ).to_status()
                 except Unsatisfiable as err:
                     await self._report(pod, f"cannot allocate ResourceClaim {name}: {err}")
-                    return
+                    return None
             elif not _serves(allocation, node):
                 await self._report(pod, f"ResourceClaim {name} is allocated to another node")
-                return
+                return None
             claim["status"] = {
                 **status,
                 "allocation": allocation,
@@ -99,14 +111,19 @@ class Scheduler:
                 taken.add(claim)
                 allocated.append(claim)
             planned.append(claim)
-        for claim in planned:
+        for claim in allocated:
+            in_use.add(claim)
+        return planned or None
+
+    async def commit(self, pod: dict[str, Any], claims: list[dict[str, Any]]) -> None:
+        """Write the planned claims' allocation and reservation, then mark the pod (its claims are reserved)."""
+        meta = pod["metadata"]
+        node = pod_node(pod)
+        for claim in claims:
             name = claim["metadata"]["name"]
             await self._kube.request("PUT", claims_path(meta["namespace"], name) + "/status", body=claim)
-            if any(claim is new for new in allocated):
-                in_use.add(claim)
             log.info("Reserved claim", claim=f"{meta['namespace']}/{name}", pod=meta["name"], node=node)
-        if planned:
-            await mark_claims_reserved(self._kube, meta["namespace"], meta["name"])
+        await mark_claims_reserved(self._kube, meta["namespace"], meta["name"])
         self._events.forget(meta["uid"])
 
     async def _report(self, pod: dict[str, Any], message: str) -> None:
@@ -114,6 +131,16 @@ class Scheduler:
         if await self._events.report(pod, FAILED_REASON, message):
             meta = pod["metadata"]
             log.warning("Pod cannot run", pod=f"{meta['namespace']}/{meta['name']}", reason=message)
+
+
+async def for_each_plan(
+    plans: list[tuple[dict[str, Any], list[dict[str, Any]]]],
+    commit: Callable[[dict[str, Any], list[dict[str, Any]]], Awaitable[None]],
+) -> bool:
+    """``commit`` every pod's plan, many at once; False when one failed (its devices are chosen again next pass)."""
+    by_uid = {pod["metadata"]["uid"]: claims for pod, claims in plans}
+    pods = [pod for pod, _ in plans]
+    return await for_each(pods, lambda pod: commit(pod, by_uid[pod["metadata"]["uid"]]), concurrency=CONCURRENT_WRITES)
 
 
 async def mark_claims_reserved(kube: KubeClient, namespace: str, name: str) -> None:

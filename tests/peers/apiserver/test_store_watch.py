@@ -160,6 +160,39 @@ async def test_field_selector_watch_follows_the_node() -> None:
     assert await _nothing_pending(watch)
 
 
+async def test_watches_filed_under_a_field_value_see_exactly_what_a_selector_match_gives() -> None:
+    store = make_store()
+    since = str(store.resource_version)
+    nodes = {
+        name: store.watch(PODS, None, field_selector=f"spec.nodeName={name}", resource_version=since)
+        for name in ("n1", "n2", "n3")
+    }
+    running = store.watch(PODS, None, field_selector="status.phase=Running", resource_version=since)
+    live_on_n1 = store.watch(
+        PODS, None, field_selector="status.phase!=Succeeded,spec.nodeName=n1", resource_version=since
+    )
+    closed = store.watch(PODS, None, field_selector="spec.nodeName=n1", resource_version=since)
+    closed.close()
+
+    def phase(name: str, value: str) -> None:
+        current = store.get(PODS, "default", name)
+        store.update(PODS, "default", name, {**current, "status": {"phase": value}}, subresource="status")
+
+    store.create(PODS, "default", pod("a", node="n1"))
+    store.create(PODS, "default", pod("b", node="n2"))
+    phase("a", "Running")
+    phase("b", "Running")
+    phase("a", "Succeeded")
+    store.delete(PODS, "default", "b", grace_period_seconds=0)
+    assert await _take(nodes["n1"], 3) == [("ADDED", "a"), ("MODIFIED", "a"), ("MODIFIED", "a")]
+    assert await _take(nodes["n2"], 3) == [("ADDED", "b"), ("MODIFIED", "b"), ("DELETED", "b")]
+    assert await _take(running, 4) == [("ADDED", "a"), ("ADDED", "b"), ("DELETED", "a"), ("DELETED", "b")]
+    assert await _take(live_on_n1, 3) == [("ADDED", "a"), ("MODIFIED", "a"), ("DELETED", "a")]
+    for watch in (nodes["n3"], *nodes.values(), running, live_on_n1):
+        assert await _nothing_pending(watch)
+    assert [event async for event in closed] == []
+
+
 async def test_a_slow_watcher_is_closed_without_holding_up_writers_or_others() -> None:
     store = make_store(watch_queue_size=3)
     since = str(store.resource_version)
