@@ -156,4 +156,10 @@ BREAKERS: dict[str, Breaker] = {
         "checkpoint empty once the driver is mended",
         mutation=("  - fault: {driver: gpu, clear: [unprepare-error]}\n", ""),
     ),
+    "unprepare-mended-while-kubelet-stopped.yaml": Breaker(
+        "unprepared once the kubelet is back", mutation=("  - fault: {driver: gpu, clear: [unprepare-error]}\n", "")
+    ),
+    "unprepare-fails-for-one-of-two-drivers.yaml": Breaker(
+        "the mended driver's claim unprepared", mutation=("  - fault: {driver: nic, clear: [unprepare-error]}\n", "")
+    ),
 }
