@@ -235,7 +235,7 @@ async def _run_steps(ctx: Context, options: ReplayOptions, results: list[StepRes
             log.info("Step done", step=result.name, result=result.result, seconds=round(result.seconds, 3))
             if options.on_result is not None:
                 options.on_result(result)
-            stopped = stopped or result.result != junit.PASSED
+            stopped = stopped or result.result in (junit.FAILED, junit.ERROR)
 
 
 async def _run_step(ctx: Context, step: Step) -> list[StepResult]:
