@@ -114,7 +114,7 @@ BREAKERS: dict[str, Breaker] = {
         "the driver publishes for its own node", faults={"gpu": {"slices-node": "node-2"}}
     ),
     "two-drivers-one-failing.yaml": Breaker(
-        "the healthy driver prepares its claim", faults={"gpu": {"prepare-error": "no power"}}
+        "pod runs once both drivers prepared", mutation=("  - fault: {driver: nic, clear: [prepare-error]}\n", "")
     ),
     "unprepare-fails-then-succeeds.yaml": Breaker("unprepare retried", faults={"gpu": {"unprepare-block": "true"}}),
     "unprepare-names-from-cache-1-36.yaml": Breaker(
