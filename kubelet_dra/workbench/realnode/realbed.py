@@ -116,13 +116,10 @@ class RealTestbed(Testbed):
         return sum(1 for endpoint in named if last.get(endpoint))
 
     def reachable(self, driver_name: str) -> bool:
-        """Whether the kubelet can call the driver: the tap serves its endpoint, which it does only while it reaches
-        the driver's (``kubelet_dra.workbench.tap.reach``)."""
-        return (
-            any(mirror.driver == driver_name and mirror.serving for mirror in self._tap.mirrors())
-            if self._tap
-            else False
-        )
+        """Whether the kubelet can call the driver: it says it has a connection to the driver's endpoint (served by
+        the tap only while the tap reaches the driver's, ``kubelet_dra.workbench.tap.reach``). The tap serving is not
+        enough: a kubelet whose dials failed reconnects on its gRPC back-off, seconds later."""
+        return driver_name in self.kubelet.connected()
 
     def chosen_service(self, driver_name: str) -> str | None:
         """The DRA service the kubelet chose at the driver's last registration, from its log."""
