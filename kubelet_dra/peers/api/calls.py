@@ -97,10 +97,11 @@ class CallRecorder:
                 sink.write(json.dumps(record.to_json(), sort_keys=True) + "\n")
 
     def records(self, *, driver: str | None = None, method: str | None = None) -> list[CallRecord]:
-        """The kept records in completion order; ``method`` matches the full path or just the method name."""
+        """The kept records in completion order; ``method`` matches the full path or just the method name. Read from
+        a copy: a tap on its own thread adds records while a replay reads them."""
         return [
             record
-            for record in self._records
+            for record in list(self._records)
             if (driver is None or record.driver == driver)
             and (method is None or record.method == method or record.method.rsplit("/", 1)[-1] == method)
         ]

@@ -28,6 +28,8 @@ CALLER_ENDED = ("CANCELLED", "DEADLINE_EXCEEDED")
 NOT_CONNECTED = "failed to connect to all addresses"
 """gRPC's words for a call that never left the caller (nothing served the endpoint): no driver saw it, and neither
 does the tap on the real kubelet's side, so it is not a call made to the driver."""
+HEALTH_TIME = "last_updated_time"
+"""When the driver last checked a device (epoch seconds): the driver's clock, not the node's behaviour."""
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 RUNTIME_REASONS = frozenset({"Pulling", "Pulled", "Created", "Started", "Killing", "MissingClusterDNS"})
 """Pod Events of the real kubelet's container runtime side, which kubelet-dra (no containers) does not post."""
@@ -84,11 +86,13 @@ def calls(records: Sequence[Mapping[str, Any]]) -> list[str]:
 
     Per driver, because the order in which a kubelet calls two drivers is its goroutines' chance; calls that overlap,
     or follow each other with the same method and status, are put in text order (a faster node's calls follow
-    closer, and two pods' workers call a driver independently). The same call made again at once is one line: how
-    often a failed call is retried before a scenario mends it is the retry period's count (the real kubelet's
-    60–90 s, the file's shortened one), and a health stream is opened again every 5 s.
+    closer, and two pods' workers call a driver independently). The same call, or registration handshake, made again
+    at once is one line (``_retries_folded``): how often a failed call is retried before a scenario mends it is the
+    retry period's count (the real kubelet's 60–90 s, the file's shortened one), and a health stream is opened again
+    every 5 s.
     The details of a call the caller ended (``CALLER_ENDED``) are left out, and so is a call that never reached a
-    driver (``NOT_CONNECTED``). Which device a claim gets is the allocator's choice."""
+    driver (``NOT_CONNECTED``). A health stream shows the reports it carried, each change once (``_reports``).
+    Which device a claim gets is the allocator's choice."""
     by_driver: dict[str, list[dict[str, Any]]] = {}
     names = {
         record["endpoint"]: (record.get("response") or {}).get("name", "")
@@ -100,17 +104,57 @@ def calls(records: Sequence[Mapping[str, Any]]) -> list[str]:
             continue
         driver = record.get("driver") or names.get(record.get("endpoint", ""), "")
         details = "" if record["status"] in CALLER_ENDED else record.get("details")
-        by_driver.setdefault(driver, []).append({**record, "details": details})
+        by_driver.setdefault(driver, []).append({**_reports(record), "details": details})
     lines: list[str] = []
     for driver, found in sorted(by_driver.items()):
         for group in _kinds(found):
             plain = _runs_sorted([_FOLD.sub("", line) for line in call_lines(group, concurrent=0)])
-            lines += [f"{driver}: {line}" for index, line in enumerate(plain) if not index or plain[index - 1] != line]
+            lines += [f"{driver}: {line}" for line in _retries_folded(plain)]
     devices: dict[str, str] = {}
     for line in lines:
         for name in _DEVICE_NAME.findall(line):
             devices.setdefault(name, f"<device-{len(devices) + 1}>")
     return [_renamed(line, devices) for line in lines]
+
+
+def _retries_folded(lines: list[str]) -> list[str]:
+    """A call made again at once as one line, and so a failed registration handshake of two (GetInfo, then the
+    refusing NotifyRegistrationStatus): the kubelet retries on its back-off, so how many attempts fall before the
+    trace ends is timing. A handshake that succeeded twice is two registrations and stays."""
+    folded: list[str] = []
+    for line in lines:
+        folded.append(line)
+        if len(folded) >= 2 and folded[-2] == line:
+            folded.pop()
+        elif len(folded) >= 4 and folded[-4:-2] == folded[-2:] and any(map(_refused, folded[-2:])):
+            del folded[-2:]
+    return folded
+
+
+def _refused(line: str) -> bool:
+    """A call that failed, or the kubelet's word to a driver that it was not registered."""
+    return line.split(" ", 2)[1] != "OK" or '"plugin_registered": false' in line
+
+
+def _reports(record: dict[str, Any]) -> dict[str, Any]:
+    """A health stream with its driver's times taken out and the same report sent again at once as one: a driver
+    reports every interval for as long as the stream lives, so the count is how long each node took to reach the
+    scenario's next step (a change of health stays a line of its own)."""
+    if not record["method"].endswith(HEALTH_STREAM) or not isinstance(record.get("response"), list):
+        return record
+    reports = [_timeless(message) for message in record["response"]]
+    return {
+        **record,
+        "response": [report for index, report in enumerate(reports) if reports[index - 1 : index] != [report]],
+    }
+
+
+def _timeless(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: "<time>" if key == HEALTH_TIME else _timeless(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_timeless(item) for item in value]
+    return value
 
 
 def _kinds(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:

@@ -7,18 +7,7 @@ is a bug of one side or of the scenario, to be fixed rather than listed.
 
 from __future__ import annotations
 
-KNOWN: dict[tuple[str, str], str] = {
-    ("health-unknown-when-plugin-stops", "calls"): (
-        "the stopped driver's health stream carries as many messages as it lived half-seconds: kubelet-dra's pod"
-        " showed Healthy 11.5 s after its creation, the real kubelet's 1.7 s, so its stream lived longer (25"
-        " messages against 8); compared before kubelet-dra's health fix, not again since"
-    ),
-    ("unprepare-fails-across-kubelet-restart", "calls"): (
-        "at the real kubelet's restart the tap recorded one GetInfo DEADLINE_EXCEEDED whose request never reached"
-        " it within the kubelet's 1 s deadline (2 of 2 runs, in no other file); the kubelet registered at its"
-        " retry. Suspected: the tap, which shares the replay's event loop; cause not found yet"
-    ),
-}
+KNOWN: dict[tuple[str, str], str] = {}
 """(scenario, column) → why that column may differ on the real kubelet."""
 
 

@@ -8,6 +8,7 @@ call, which is what call expectations read. The checkpoint is the kubelet's own 
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import NoReturn
@@ -16,7 +17,7 @@ from kubelet_dra.peers.api.calls import CallRecord, CallRecorder
 from kubelet_dra.peers.errors import StateError, UsageError
 from kubelet_dra.workbench.realnode import realcdi as cdi
 from kubelet_dra.workbench.realnode.realkubelet import RealKubelet, RealKubeletOptions
-from kubelet_dra.workbench.tap import Tap
+from kubelet_dra.workbench.tap import Tap, TapThread
 from kubelet_dra.workbench.tap.mirror import GET_INFO
 from kubelet_dra.workbench.testbed import Testbed, TestbedOptions
 
@@ -43,7 +44,8 @@ class RealTestbed(Testbed):
         """Where drivers register: the tap's side; the kubelet watches its own registry dir in its root dir."""
         self.state_dir = self.kubelet.root_dir
         self.recorder = CallRecorder(self.workdir / "calls.jsonl")
-        self._tap: Tap | None = None
+        self._tap: TapThread | None = None
+        """On a loop of its own: its answers must not wait for the replay's (kubelet_dra.workbench.tap.tapthread)."""
 
     @property
     def node(self) -> NoReturn:
@@ -62,11 +64,14 @@ class RealTestbed(Testbed):
             await self.kubelet.start_runtime()
         await self.kubelet.start(self.kube)
         if self._tap is None:
-            self._tap = Tap(
-                str(self.registry_dir),
-                str(self.kubelet.registry_dir),
-                socket_dir=str(self.workdir / "tap"),
-                recorder=self.recorder,
+            self._tap = TapThread(
+                functools.partial(
+                    Tap,
+                    str(self.registry_dir),
+                    str(self.kubelet.registry_dir),
+                    socket_dir=str(self.workdir / "tap"),
+                    recorder=self.recorder,
+                )
             )
             await self._tap.start()
 
@@ -111,13 +116,10 @@ class RealTestbed(Testbed):
         return sum(1 for endpoint in named if last.get(endpoint))
 
     def reachable(self, driver_name: str) -> bool:
-        """Whether the kubelet can call the driver: the tap serves its endpoint, which it does only while it reaches
-        the driver's (``kubelet_dra.workbench.tap.reach``)."""
-        return (
-            any(mirror.driver == driver_name and mirror.serving for mirror in self._tap.mirrors())
-            if self._tap
-            else False
-        )
+        """Whether the kubelet can call the driver: it says it has a connection to the driver's endpoint (served by
+        the tap only while the tap reaches the driver's, ``kubelet_dra.workbench.tap.reach``). The tap serving is not
+        enough: a kubelet whose dials failed reconnects on its gRPC back-off, seconds later."""
+        return driver_name in self.kubelet.connected()
 
     def chosen_service(self, driver_name: str) -> str | None:
         """The DRA service the kubelet chose at the driver's last registration, from its log."""

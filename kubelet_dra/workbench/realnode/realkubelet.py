@@ -37,6 +37,20 @@ STOP_GRACE = 10.0
 READY_TIMEOUT = 90.0
 SOCKET_TIMEOUT = 10.0
 VERSION = re.compile(r"Kubernetes v(?P<release>\d+\.\d+)\.")
+START_MARK = "==== kubelet-dra replay: kubelet start"
+"""Written to the kubelet's log before each start: what follows is that process's."""
+WIPE_LINE = re.compile(
+    r'"(?P<what>Adding TimedWorkerQueue item|Cancelling TimedWorkerQueue item|Firing worker)[^"]*"'
+    r'.* item="/(?P<driver>[^"]+)"'
+)
+"""The DRA registration handler's wipe timers in the kubelet's log (its timed work queue, keyed "/<driver>", at -v 4
+and up): armed when a driver has no connected instance, cancelled when one connects, fired after the wiping delay."""
+ARMED = "Adding TimedWorkerQueue item"
+CONNECTION_LINE = re.compile(
+    r'"Connection changed".* driverName="(?P<driver>[^"]+)" endpoint="(?P<endpoint>[^"]+)" connected=(?P<up>true|false)'
+)
+"""The DRA registration handler's word on a driver instance's gRPC connection (at -v 2 and up): the kubelet can call
+the driver only while one of its instances is connected."""
 TEST_NET_IP = "192.0.2.10"
 """The node IP when the machine has no route out (the kubelet refuses a loopback one; nothing dials it)."""
 
@@ -79,6 +93,23 @@ class RealKubeletOptions:
                 f"another kubelet already serves {DEVICE_PLUGIN_SOCKET}",
                 fix="one real kubelet per machine: stop it (or wait for the run that holds it) and replay again",
             )
+
+
+def armed_wipes(log: str) -> list[str]:
+    """The drivers whose ResourceSlice wipe a kubelet's log (one process's) shows armed and neither cancelled nor
+    fired."""
+    armed: dict[str, bool] = {}
+    for match in WIPE_LINE.finditer(log):
+        armed[match["driver"]] = match["what"] == ARMED
+    return sorted(driver for driver, pending in armed.items() if pending)
+
+
+def connected_drivers(log: str) -> list[str]:
+    """The drivers a kubelet's log (one process's) shows with an instance connected now."""
+    connected: dict[tuple[str, str], bool] = {}
+    for match in CONNECTION_LINE.finditer(log):
+        connected[match["driver"], match["endpoint"]] = match["up"] == "true"
+    return sorted({driver for (driver, _), up in connected.items() if up})
 
 
 def _serving(path: Path) -> bool:
@@ -132,6 +163,22 @@ class RealKubelet:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         return ""
 
+    def pending_wipes(self) -> list[str]:
+        """The drivers whose ResourceSlices the running kubelet will wipe unless they become usable first, from its
+        log since its last start (its timers die with the process)."""
+        return armed_wipes(self._this_start())
+
+    def connected(self) -> list[str]:
+        """The drivers the running kubelet has a connection to, from its log since its last start."""
+        return connected_drivers(self._this_start())
+
+    def _this_start(self) -> str:
+        """The running kubelet's log since its start ("" when it does not run)."""
+        with contextlib.suppress(OSError):
+            text = self.log_path.read_text(errors="replace")
+            return text[max(text.rfind(START_MARK), 0) :] if self.running else ""
+        return ""
+
     @property
     def running(self) -> bool:
         return self._kubelet is not None and self._kubelet.returncode is None
@@ -172,7 +219,7 @@ class RealKubelet:
             f"--v={self.options.verbosity}",
         ]
         with self.log_path.open("a") as log:
-            log.write(f"==== kubelet-dra replay: kubelet start {self.starts + 1}\n")
+            log.write(f"{START_MARK} {self.starts + 1}\n")
         self._kubelet = await _spawn(command, self.log_path, self.dir / "cwd")
         self.starts += 1
         self._log.v(1).info("Real kubelet started", pid=self._kubelet.pid, rootDir=str(self.root_dir))

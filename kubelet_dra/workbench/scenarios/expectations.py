@@ -356,7 +356,7 @@ async def cdi(ctx: Context, args: Mapping[str, Any]) -> Look:
 
 async def wipe(ctx: Context, args: Mapping[str, Any]) -> Look:
     name = ctx.driver_name(args["driver"])
-    pending = ctx.bed.node.pending_wipes()
+    pending = ctx.real.kubelet.pending_wipes() if ctx.real is not None else list(ctx.bed.node.pending_wipes())
     wanted = args.get("pending", True)
     return Look(
         (name in pending) == wanted,

@@ -25,8 +25,8 @@ from kubelet_dra.workbench import junit
 from kubelet_dra.workbench.realnode import RealKubeletOptions, RealTestbed
 from kubelet_dra.workbench.scenarios import onrealkubelet as realkubelet
 from kubelet_dra.workbench.scenarios.cleanup import leave_cluster_clean
-from kubelet_dra.workbench.scenarios.expectations import evaluate
-from kubelet_dra.workbench.scenarios.model import Scenario, Step
+from kubelet_dra.workbench.scenarios.expectations import Verdict, evaluate
+from kubelet_dra.workbench.scenarios.model import Condition, Scenario, Step
 from kubelet_dra.workbench.scenarios.stage import Context
 from kubelet_dra.workbench.scenarios.steps import ACTIONS
 from kubelet_dra.workbench.testbed import Testbed, TestbedOptions, objects
@@ -67,7 +67,9 @@ class ScenarioResult:
 
     @property
     def passed(self) -> bool:
-        return not self.error and all(result.result == junit.PASSED for result in self.results)
+        """Nothing broke: every step and expectation passed or was not for this node (a skip after a failure comes
+        with the failure)."""
+        return not self.error and all(result.result in (junit.PASSED, junit.SKIPPED) for result in self.results)
 
     @property
     def broken(self) -> list[StepResult]:
@@ -233,25 +235,16 @@ async def _run_steps(ctx: Context, options: ReplayOptions, results: list[StepRes
             log.info("Step done", step=result.name, result=result.result, seconds=round(result.seconds, 3))
             if options.on_result is not None:
                 options.on_result(result)
-            stopped = stopped or result.result != junit.PASSED
+            stopped = stopped or result.result in (junit.FAILED, junit.ERROR)
 
 
 async def _run_step(ctx: Context, step: Step) -> list[StepResult]:
     if step.conditions:  # independent looks at the node: polled side by side, reported in file order
-        verdicts = await asyncio.gather(*(evaluate(ctx, condition) for condition in step.conditions))
-        return [
-            StepResult(
-                step.index,
-                condition.name,
-                EXPECTATION,
-                junit.PASSED if verdict.held else junit.FAILED,
-                verdict.seconds,
-                verdict.message,
-                verdict.details,
-                condition.where.line,
-            )
-            for condition, verdict in zip(step.conditions, verdicts, strict=True)
-        ]
+        not_here = realkubelet.NOT_CHECKED if ctx.real is not None else {}
+        checked = [condition for condition in step.conditions if condition.kind not in not_here]
+        verdicts = await asyncio.gather(*(evaluate(ctx, condition) for condition in checked))
+        found = dict(zip(map(id, checked), verdicts, strict=True))
+        return [_expectation(step, condition, found.get(id(condition)), not_here) for condition in step.conditions]
     started = time.monotonic()
     try:
         async with asyncio.timeout(step.timeout):
@@ -264,6 +257,19 @@ async def _run_step(ctx: Context, step: Step) -> list[StepResult]:
     return [
         StepResult(step.index, step.name, ACTION, outcome, time.monotonic() - started, message, line=step.where.line)
     ]
+
+
+def _expectation(step: Step, condition: Condition, verdict: Verdict | None, not_here: Mapping[str, str]) -> StepResult:
+    """An expectation's result: its verdict, or skipped for why it is not checked on this node."""
+    line = condition.where.line
+    if verdict is None:
+        return StepResult(
+            step.index, condition.name, EXPECTATION, junit.SKIPPED, message=not_here[condition.kind], line=line
+        )
+    result = junit.PASSED if verdict.held else junit.FAILED
+    return StepResult(
+        step.index, condition.name, EXPECTATION, result, verdict.seconds, verdict.message, verdict.details, line
+    )
 
 
 def _skipped(step: Step) -> list[StepResult]:

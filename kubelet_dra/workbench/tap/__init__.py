@@ -9,5 +9,6 @@ from kubelet_dra.workbench.tap.diff import CallsDiff, diff
 from kubelet_dra.workbench.tap.forward import OpenCall
 from kubelet_dra.workbench.tap.mirror import MirrorView
 from kubelet_dra.workbench.tap.proxy import Tap, default_socket_dir
+from kubelet_dra.workbench.tap.tapthread import TapThread
 
-__all__ = ["CallsDiff", "MirrorView", "OpenCall", "Tap", "default_socket_dir", "diff"]
+__all__ = ["CallsDiff", "MirrorView", "OpenCall", "Tap", "TapThread", "default_socket_dir", "diff"]

@@ -26,6 +26,9 @@ from kubelet_dra.peers.errors import ConfigError
 CONCURRENT = 0.05
 """Seconds between the end of a burst of calls and the start of the next call under which it joins the burst."""
 _UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_SOCKET_PATH = re.compile(r"/[^\s\"'()\[\]]*/(?P<name>[^/\s\"'()\[\]]+\.sock)\b")
+"""A socket's absolute path in a message (a kubelet's refusal names the endpoint): its dir is the run's, and through
+the tap the kubelet names the tap's socket where it would name the driver's."""
 
 
 def load(path: str | Path) -> list[dict[str, Any]]:
@@ -73,6 +76,7 @@ class _Placeholders:
         return self._seen[key]
 
     def text(self, value: str) -> str:
+        value = _SOCKET_PATH.sub(lambda match: f"<dir>/{match['name']}", value)
         return _UID.sub(lambda match: self("uid", match.group()), value)
 
 

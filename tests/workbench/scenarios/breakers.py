@@ -114,7 +114,7 @@ BREAKERS: dict[str, Breaker] = {
         "the driver publishes for its own node", faults={"gpu": {"slices-node": "node-2"}}
     ),
     "two-drivers-one-failing.yaml": Breaker(
-        "the healthy driver prepares its claim", faults={"gpu": {"prepare-error": "no power"}}
+        "pod runs once both drivers prepared", mutation=("  - fault: {driver: nic, clear: [prepare-error]}\n", "")
     ),
     "unprepare-fails-then-succeeds.yaml": Breaker("unprepare retried", faults={"gpu": {"unprepare-block": "true"}}),
     "unprepare-names-from-cache-1-36.yaml": Breaker(
@@ -155,5 +155,11 @@ BREAKERS: dict[str, Breaker] = {
     "unprepare-fails-across-kubelet-restart.yaml": Breaker(
         "checkpoint empty once the driver is mended",
         mutation=("  - fault: {driver: gpu, clear: [unprepare-error]}\n", ""),
+    ),
+    "unprepare-mended-while-kubelet-stopped.yaml": Breaker(
+        "unprepared once the kubelet is back", mutation=("  - fault: {driver: gpu, clear: [unprepare-error]}\n", "")
+    ),
+    "unprepare-fails-for-one-of-two-drivers.yaml": Breaker(
+        "the mended driver's claim unprepared", mutation=("  - fault: {driver: nic, clear: [unprepare-error]}\n", "")
     ),
 }

@@ -1,7 +1,7 @@
 """docs/fidelity.md has one row per library scenario: "refused: …" exactly where ``replay --real-kubelet`` refuses
 the file, otherwise one cell per column that says "identical" or, exactly where ``kubelet_dra.workbench.fidelity.known``
-accepts a difference, "differs: …" with why. The table cannot fall behind the library, the refusal rules or the
-known differences."""
+accepts a difference, "differs: …" with why, then the program the row was compared against. The table cannot fall
+behind the library, the refusal rules or the known differences."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ from kubelet_dra.workbench.scenarios.loader import load
 
 REPO = Path(__file__).resolve().parents[3]
 ROW = re.compile(r"^\| ([a-z0-9-]+) \| (.+) \|$", re.MULTILINE)
-HEADER = "| scenario | " + " | ".join(COLUMNS) + " |"
+HEADER = "| scenario | " + " | ".join(COLUMNS) + " | ran against"
+ORACLES = ("real kubelet 1.36.2", "dra-manager-harness")
+"""What a compared row can have run against: the kubelet, or its DRA manager alone for files that call it by hand."""
 
 
 def _rows() -> dict[str, list[str]]:
@@ -35,14 +37,15 @@ def test_every_library_scenario_has_its_row_and_the_right_verdict():
         cells = rows[path.stem]
         assert cells[0].startswith("refused") == refused, path.name
         if not refused:
-            assert len(cells) == len(COLUMNS), f"{path.stem}: one cell per column {COLUMNS}"
+            assert len(cells) == len(COLUMNS) + 1, f"{path.stem}: one cell per column {COLUMNS}, then its oracle"
+            assert cells[-1].startswith(ORACLES), f"{path.stem}: {cells[-1]!r} names no oracle of {ORACLES}"
 
 
 def test_a_cell_says_differs_exactly_where_the_difference_is_known():
     for name, cells in _rows().items():
         if cells[0].startswith("refused"):
             continue
-        for column, cell in zip(COLUMNS, cells, strict=True):
+        for column, cell in zip(COLUMNS, cells[: len(COLUMNS)], strict=True):
             if (name, column) in KNOWN:
                 assert cell.startswith("differs: "), f"{name} {column}: the known difference, and why"
             else:

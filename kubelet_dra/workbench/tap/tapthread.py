@@ -1,0 +1,67 @@
+"""``TapThread``: a ``Tap`` on an event loop of its own, in a thread, for a program that does other work meanwhile.
+
+A kubelet gives a driver's GetInfo 1 s and its other calls their deadlines: an answer must not wait for whatever
+else the program around the tap does on its loop. The replay on the real kubelet serves the embedded API server,
+its watches and its checks on its loop; under load a kubelet's restart (its lists, watches and status writes, all
+served there) held that loop long enough for the tap to let a GetInfo pass the kubelet's deadline, a failure the
+kubelet without the tap would not have seen. On its own loop the tap answers as soon as the interpreter lets it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from kubelet_dra.workbench.tap.mirror import MirrorView
+from kubelet_dra.workbench.tap.proxy import Tap
+
+T = TypeVar("T")
+STOP_TIMEOUT = 30.0
+
+
+class TapThread:
+    """``await start()``, ``mirrors()``, ``await stop()``: the tap made by ``make`` (called on the tap's own loop)."""
+
+    def __init__(self, make: Callable[[], Tap]) -> None:
+        self._make = make
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="tap", daemon=True)
+        self._tap: Tap | None = None
+
+    async def start(self) -> None:
+        self._thread.start()
+        self._tap = await self._on_tap_loop(self._started())
+
+    async def _started(self) -> Tap:
+        tap = self._make()
+        await tap.start()
+        return tap
+
+    def mirrors(self) -> list[MirrorView]:
+        """The tap's mirrors now, read on its loop (they change there)."""
+        if self._tap is None:
+            return []
+        tap = self._tap
+
+        async def read() -> list[MirrorView]:
+            return tap.mirrors()
+
+        return asyncio.run_coroutine_threadsafe(read(), self._loop).result(STOP_TIMEOUT)
+
+    async def stop(self) -> None:
+        """Stop the tap (its mirrors go: the kubelet unregisters the drivers), then its loop and thread."""
+        if self._tap is not None:
+            tap, self._tap = self._tap, None
+            await self._on_tap_loop(tap.stop())
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            await asyncio.to_thread(self._thread.join, STOP_TIMEOUT)
+        if not self._loop.is_running():
+            self._loop.close()
+
+    async def _on_tap_loop(self, work: Coroutine[Any, Any, T]) -> T:
+        future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(work, self._loop)
+        return await asyncio.wrap_future(future)
