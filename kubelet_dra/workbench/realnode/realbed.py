@@ -128,6 +128,13 @@ class RealTestbed(Testbed):
         ]
         return services[-1] if services else None
 
+    def log_excerpt(self, lines: int) -> str:
+        """The kubelet log's last ``lines`` lines, named, for a failure report."""
+        return f"log of the real kubelet ({self.kubelet.log_path}):\n{self.kubelet.log_tail(lines)}"
+
+    def start_note(self) -> str:
+        return f"real kubelet pid {self.kubelet.pid} Ready (its start-up wipe is its own)"
+
     def cdi_devices(self, namespace: str, pod: str, container: str) -> list[str] | None:
         """The CDI device IDs the runtime received for the container's last creation in the pod's last sandbox
         (the kubelet's log names the sandbox, the fake CRI's log the devices); ``None`` before it is created."""
