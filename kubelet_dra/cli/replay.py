@@ -118,9 +118,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _real_kubelet(args: argparse.Namespace, scenarios: list[Scenario]) -> RealKubeletOptions | None:
     """The real kubelet's options, once every scenario is known to be replayable on it."""
-    if args.real_kubelet is None and (args.cri_cmd or args.kubeconfig or args.compare or args.real_manager):
+    if args.real_kubelet is None and (args.cri_cmd or args.kubeconfig or args.compare):
         raise UsageError(
-            "--cri-cmd, --kubeconfig, --real-manager and --compare go with --real-kubelet",
+            "--cri-cmd, --kubeconfig and --compare go with --real-kubelet", fix="add --real-kubelet KUBELET"
+        )
+    if args.real_kubelet is None and args.real_manager:
+        raise UsageError(
+            "--real-manager goes with --real-kubelet, the kubelet binary of the same release (the harness cannot say"
+            " its release)",
             fix="add --real-kubelet KUBELET",
         )
     if args.timing and not args.compare:

@@ -65,6 +65,8 @@ class ManagerTestbed(Testbed):
     """``async with ManagerTestbed(options, manager):`` a testbed whose node is the real DRA manager."""
 
     __test__ = False  # not a pytest test class
+    seen_from = "the real DRA manager's trace"
+    """Where ``registered`` and ``chosen_service`` look."""
 
     def __init__(self, options: TestbedOptions, manager: RealManagerOptions) -> None:
         manager.check()

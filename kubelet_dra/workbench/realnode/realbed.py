@@ -31,6 +31,8 @@ class RealTestbed(Testbed):
     """``async with RealTestbed(options, real):`` a testbed whose node is ``real``'s kubelet."""
 
     __test__ = False  # not a pytest test class
+    seen_from = "the tap's NotifyRegistrationStatus, the kubelet's log"
+    """Where ``registered`` and ``chosen_service`` look."""
 
     def __init__(self, options: TestbedOptions, real: RealKubeletOptions) -> None:
         real.check()
