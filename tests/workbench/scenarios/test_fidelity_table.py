@@ -15,6 +15,7 @@ from kubelet_dra.workbench.scenarios.loader import load
 
 REPO = Path(__file__).resolve().parents[3]
 ROW = re.compile(r"^\| ([a-z0-9-]+) \| (.+) \|$", re.MULTILINE)
+MANAGER_ORACLE = re.compile(r"^- ([a-z0-9-]+): real DRA manager$", re.MULTILINE)
 HEADER = "| scenario | " + " | ".join(COLUMNS) + " |"
 
 
@@ -31,7 +32,8 @@ def test_every_library_scenario_has_its_row_and_the_right_verdict():
     library = sorted(path for path in (REPO / "scenarios").glob("*.yaml"))
     assert sorted(rows) == sorted(path.stem for path in library), "docs/fidelity.md: add or remove scenario rows"
     for path in library:
-        refused = bool(realkubelet.refusals(load(path), "1.36"))
+        scenario = load(path)  # a by-hand file's oracle is the real DRA manager
+        refused = bool(realkubelet.refusals(scenario, "1.36", manager=realkubelet.by_hand(scenario)))
         cells = rows[path.stem]
         assert cells[0].startswith("refused") == refused, path.name
         if not refused:
@@ -48,3 +50,12 @@ def test_a_cell_says_differs_exactly_where_the_difference_is_known():
             else:
                 assert cell == "identical", f"{name} {column}: {cell!r} is not in kubelet_dra.workbench.fidelity.known"
     assert all(name in _rows() for name, _ in KNOWN), "a known difference of a scenario the library lacks"
+
+
+def test_each_by_hand_row_compared_names_the_real_dra_manager_as_its_oracle():
+    """docs/fidelity.md lists each compared row that ran against the real DRA manager: exactly the by-hand files."""
+    text = (REPO / "docs" / "fidelity.md").read_text()
+    listed = set(MANAGER_ORACLE.findall(text))
+    compared = {name for name, cells in _rows().items() if not cells[0].startswith("refused")}
+    by_hand = {path.stem for path in (REPO / "scenarios").glob("*.yaml") if realkubelet.by_hand(load(path))}
+    assert listed == compared & by_hand
