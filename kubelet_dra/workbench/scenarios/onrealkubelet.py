@@ -139,15 +139,21 @@ def extra_seconds(scenario: Scenario) -> float:
     return max((real - attrgetter(field)(options) for field, (_, real) in REAL_TIMING.items()), default=0.0)
 
 
-def timing_note(scenario: Scenario) -> str:
+MANAGER_TIMING = ("wiping_delay", "call_timeout")
+"""The constants the real DRA manager runs on: it has no pod worker, and its reconcile loop is off."""
+
+
+def timing_note(scenario: Scenario, *, manager: bool = False) -> str:
     """What the report says about the timings: the real constants in force and the scenario's values they replace."""
     options = scenario.node.options
     parts = [
         f"{key} {real:g} s"
         + (f" (scenario: {attrgetter(field)(options):g} s)" if attrgetter(field)(options) != real else "")
         for field, (key, real) in REAL_TIMING.items()
+        if not manager or field in MANAGER_TIMING
     ]
-    return f"real kubelet timings: {', '.join(parts)}; deadlines extended by {extra_seconds(scenario):g} s"
+    node = "real DRA manager" if manager else "real kubelet"
+    return f"{node} timings: {', '.join(parts)}; deadlines extended by {extra_seconds(scenario):g} s"
 
 
 def on_real_kubelet(scenario: Scenario) -> Scenario:

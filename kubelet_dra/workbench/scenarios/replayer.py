@@ -137,7 +137,7 @@ async def replay(scenario: Scenario, options: ReplayOptions | None = None) -> Sc
     else:
         manager = options.real_manager if realkubelet.by_hand(scenario) else None
         realkubelet.check(scenario, options.real_kubelet.release(), manager=manager is not None)
-        note = realkubelet.timing_note(scenario)
+        note = realkubelet.timing_note(scenario, manager=manager is not None)
         scenario = realkubelet.on_real_kubelet(scenario)
         if manager is None:
             bed = RealTestbed(bed_options, options.real_kubelet)

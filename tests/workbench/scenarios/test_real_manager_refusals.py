@@ -88,3 +88,12 @@ def test_every_by_hand_file_of_the_library_not_pinned_to_1_37_runs_on_the_real_m
         "unprepare-names-from-cache-1-36": False,
         "unprepare-pod-reference-1-36": False,
     }
+
+
+def test_the_report_names_the_constants_the_real_manager_runs_on():
+    """No pod worker and no reconcile loop: the wiping delay and the call timeout are its only timings."""
+    note = realkubelet.timing_note(load(LIBRARY / "prepare-unprepare-by-hand.yaml"), manager=True)
+    assert note.startswith(
+        "real DRA manager timings: wipingDelay 30 s (scenario: 2 s), callTimeout 45 s (scenario: 2 s);"
+    )
+    assert "syncFrequency" not in note and "reconcilePeriod" not in note
