@@ -69,7 +69,7 @@ class Registration:
 
 
 @attrs.define
-class Trace:
+class HarnessTrace:
     """One harness process's trace: its calls and the driver instances registered when it ended (or now)."""
 
     calls: list[CallRecord] = attrs.field(factory=list)
@@ -79,9 +79,9 @@ class Trace:
     """The start-up wipe of this node's ResourceSlices was done."""
 
 
-def read_trace(lines: Iterable[str], started: float) -> Trace:
+def read_trace(lines: Iterable[str], started: float) -> HarnessTrace:
     """The trace of a process started at ``started`` (wall-clock seconds; the lines carry the time of day only)."""
-    trace = Trace()
+    trace = HarnessTrace()
     opened: dict[str, float] = {}
     registering = ""
     for line in lines:
@@ -122,7 +122,7 @@ def read_trace(lines: Iterable[str], started: float) -> Trace:
     return trace
 
 
-def _logged(trace: Trace, what: str, fields: dict[str, str]) -> None:
+def _logged(trace: HarnessTrace, what: str, fields: dict[str, str]) -> None:
     endpoint = fields.get("endpoint", "")
     if what == "Registered DRA plugin":
         trace.registrations[endpoint] = Registration(fields["driverName"], endpoint, fields.get("chosenService", ""))
@@ -135,13 +135,13 @@ def _logged(trace: Trace, what: str, fields: dict[str, str]) -> None:
         trace.wiped_at_start = True
 
 
-def _driver(trace: Trace) -> str:
+def _driver(trace: HarnessTrace) -> str:
     """The driver of a DRA call: the one the process registered (a by-hand file has one driver)."""
     drivers = {registration.driver for registration in trace.registrations.values()}
     return drivers.pop() if len(drivers) == 1 else ""
 
 
-def _endpoint(trace: Trace) -> str:
+def _endpoint(trace: HarnessTrace) -> str:
     endpoints = list(trace.registrations)
     return endpoints[0] if len(endpoints) == 1 else ""
 

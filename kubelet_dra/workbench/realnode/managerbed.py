@@ -29,7 +29,7 @@ import attrs
 from kubelet_dra.peers.api.calls import CallRecord
 from kubelet_dra.peers.errors import StateError, UsageError
 from kubelet_dra.peers.log import get_logger
-from kubelet_dra.workbench.realnode.harnesstrace import REGISTRATION_SERVICE, Trace, read_outcome, read_trace
+from kubelet_dra.workbench.realnode.harnesstrace import REGISTRATION_SERVICE, HarnessTrace, read_outcome, read_trace
 from kubelet_dra.workbench.testbed import Testbed, TestbedOptions, objects
 
 HEALTH_SERVICE = "DRAResourceHealth/"
@@ -172,10 +172,10 @@ class ManagerTestbed(Testbed):
             self._cdi.update(outcome.cdi)
         return outcome.error
 
-    def _trace(self, run: _Run) -> Trace:
+    def _trace(self, run: _Run) -> HarnessTrace:
         with contextlib.suppress(OSError):
             return read_trace(run.trace.read_text(errors="replace").splitlines(), run.started)
-        return Trace()
+        return HarnessTrace()
 
     def calls(self, *, driver: str | None = None, method: str | None = None) -> list[CallRecord]:
         """The calls a kubelet would make, in completion order: the node's (registration, health streams), and
@@ -196,9 +196,9 @@ class ManagerTestbed(Testbed):
             key=lambda record: record.started_at + record.duration,
         )
 
-    def _node_trace(self) -> Trace:
+    def _node_trace(self) -> HarnessTrace:
         nodes = [run for run in self._runs if run.node]
-        return self._trace(nodes[-1]) if nodes and self._serve is not None else Trace()
+        return self._trace(nodes[-1]) if nodes and self._serve is not None else HarnessTrace()
 
     def registered(self, driver_name: str) -> int:
         """How many instances of the driver the running node has registered (its DRA handler's log lines)."""
