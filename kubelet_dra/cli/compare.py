@@ -16,8 +16,8 @@ from rich.markup import escape
 from kubelet_dra.cli import output
 from kubelet_dra.peers.errors import UsageError
 from kubelet_dra.workbench.fidelity.both import Comparison, replay_both
-from kubelet_dra.workbench.fidelity.comparison import DIFFERS, IDENTICAL, REAL, SIMULATED
-from kubelet_dra.workbench.realnode import RealKubeletOptions
+from kubelet_dra.workbench.fidelity.comparison import DIFFERS, IDENTICAL, SIMULATED
+from kubelet_dra.workbench.realnode import RealKubeletOptions, RealManagerOptions
 from kubelet_dra.workbench.scenarios import replayreport as report
 from kubelet_dra.workbench.scenarios.model import Scenario
 from kubelet_dra.workbench.scenarios.replayer import ReplayOptions, ScenarioResult
@@ -26,9 +26,14 @@ Faults = Mapping[str, Mapping[str, str]]
 
 
 def run(
-    args: argparse.Namespace, scenarios: list[Scenario], faults: list[Faults], real: RealKubeletOptions | None
+    args: argparse.Namespace,
+    scenarios: list[Scenario],
+    faults: list[Faults],
+    real: RealKubeletOptions | None,
+    manager: RealManagerOptions | None = None,
 ) -> int:
-    """Compare each of ``scenarios`` (with its own ``faults``, in the same order) on both nodes."""
+    """Compare each of ``scenarios`` (with its own ``faults``, in the same order) on both nodes; a file that prepares
+    by hand against ``manager`` when given."""
     assert real is not None, "--compare is refused without --real-kubelet"
     if args.junit:
         raise UsageError("--junit does not go with --compare", fix="use --output json for the comparison")
@@ -39,7 +44,7 @@ def run(
         for scenario, overrides in zip(scenarios, faults, strict=True):
             if text:
                 output.console().print(f"[bold]{escape(scenario.name)}[/bold] [dim]({escape(scenario.path)})[/dim]")
-            options = ReplayOptions(faults=overrides, keep=args.keep)
+            options = ReplayOptions(faults=overrides, keep=args.keep, real_manager=manager)
             comparison = asyncio.run(
                 replay_both(scenario, real, options, release_name=release_name, timing=args.timing)
             )
@@ -57,6 +62,7 @@ def run(
 
 
 def _side(name: str, result: ScenarioResult) -> str:
+    """One replay's verdict line, e.g. ``real DRA manager: held (4.1 s)``."""
     verdict = "[green]held[/green]" if result.passed else "[red]did not hold[/red]"
     kept = f" [dim](work dir kept: {escape(result.workdir)})[/dim]" if result.workdir else ""
     return f"  {name}: {verdict} ({result.seconds:.1f} s){kept}"
@@ -64,7 +70,8 @@ def _side(name: str, result: ScenarioResult) -> str:
 
 def _print(comparison: Comparison) -> None:
     console = output.console()
-    for name, result in ((SIMULATED, comparison.simulated), (REAL, comparison.real)):
+    console.print(f"  [dim]against the {comparison.oracle}[/dim]")
+    for name, result in ((SIMULATED, comparison.simulated), (comparison.oracle, comparison.real)):
         console.print(_side(name, result))
         if not result.passed:
             console.print(report.failures(result), markup=False, highlight=False)

@@ -14,7 +14,7 @@ from kubelet_dra.cli.command import Command
 from kubelet_dra.kubelet.release import release
 from kubelet_dra.peers.errors import UsageError
 from kubelet_dra.workbench.fidelity.both import KUBELET_TIMING, TIMINGS
-from kubelet_dra.workbench.realnode import RealKubeletOptions
+from kubelet_dra.workbench.realnode import RealKubeletOptions, RealManagerOptions
 from kubelet_dra.workbench.scenarios import onrealkubelet as realkubelet
 from kubelet_dra.workbench.scenarios import replayreport as report
 from kubelet_dra.workbench.scenarios.loader import ScenarioError, load
@@ -64,6 +64,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --real-kubelet: a real control plane's kubeconfig instead of the embedded API server",
     )
     real.add_argument(
+        "--real-manager",
+        metavar="HARNESS",
+        help="with --real-kubelet: play the node of a file that prepares or unprepares by hand with the real kubelet's"
+        " DRA manager, the dra-manager-harness binary of the same release (docs/replay.md, 'By hand, on the real DRA"
+        " manager')",
+    )
+    real.add_argument(
         "--compare",
         action="store_true",
         help="with --real-kubelet: replay each file on kubelet-dra and on the real kubelet and compare their calls,"
@@ -83,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     scenarios = [scenario.on(kubelet) for scenario in _with_drivers(args.driver, _load_all(args.files))]
     faults = _faults(args.fault, scenarios)
     real = _real_kubelet(args, scenarios)
+    manager = RealManagerOptions(args.real_manager) if args.real_manager else None
     if args.check:
         if args.output == "json":
             output.print_json({"valid": [scenario.path for scenario in scenarios]})
@@ -91,10 +99,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.compare:
         args.timing = args.timing or KUBELET_TIMING
-        return compare.run(args, scenarios, [_present(faults, scenario) for scenario in scenarios], real)
+        return compare.run(args, scenarios, [_present(faults, scenario) for scenario in scenarios], real, manager)
     text = args.output == "text"
     with output.quiet_logs(args.verbosity):
-        results = asyncio.run(_replay_all(scenarios, faults, keep=args.keep, live=text, real=real))
+        results = asyncio.run(_replay_all(scenarios, faults, keep=args.keep, live=text, real=real, manager=manager))
     if args.junit:
         report.write_junit(args.junit, results)
     if text:
@@ -114,22 +122,39 @@ def _real_kubelet(args: argparse.Namespace, scenarios: list[Scenario]) -> RealKu
         raise UsageError(
             "--cri-cmd, --kubeconfig and --compare go with --real-kubelet", fix="add --real-kubelet KUBELET"
         )
+    if args.real_kubelet is None and args.real_manager:
+        raise UsageError(
+            "--real-manager goes with --real-kubelet, the kubelet binary of the same release (the harness cannot say"
+            " its release)",
+            fix="add --real-kubelet KUBELET",
+        )
     if args.timing and not args.compare:
         raise UsageError("--timing goes with --compare", fix="add --compare, or leave --timing out")
     if args.real_kubelet is None:
         return None
-    if not args.cri_cmd:
+    if args.real_manager:
+        RealManagerOptions(args.real_manager).check()
+    # a file that prepares by hand runs on the real DRA manager when there is one: it needs no kubelet process
+    on_manager = {scenario.path for scenario in scenarios if args.real_manager and realkubelet.by_hand(scenario)}
+    on_kubelet = [scenario for scenario in scenarios if scenario.path not in on_manager]
+    if on_kubelet and not args.cri_cmd:
         raise UsageError("--real-kubelet needs --cri-cmd", fix="e.g. --cri-cmd 'fake-cri -listen unix://{cri_socket}'")
-    options = RealKubeletOptions(args.real_kubelet, args.cri_cmd, kubeconfig=args.kubeconfig)
+    options = RealKubeletOptions(args.real_kubelet, args.cri_cmd or "", kubeconfig=args.kubeconfig)
     kubelet_release = options.release()
-    refused = [reason for scenario in scenarios for reason in realkubelet.refusals(scenario, kubelet_release)]
+    refused = [
+        reason
+        for scenario in scenarios
+        for reason in realkubelet.refusals(scenario, kubelet_release, manager=scenario.path in on_manager)
+    ]
     if refused:
+        hint = not args.real_manager and any(realkubelet.by_hand(scenario) for scenario in scenarios)
+        by_hand = "; with --real-manager HARNESS the by-hand steps run on the real DRA manager" if hint else ""
         raise UsageError(
             f"{len(refused)} step(s) or setting(s) cannot run on the real kubelet {kubelet_release}: "
             + "; ".join(refused),
-            fix="replay those files on the simulated node (without --real-kubelet)",
+            fix="replay those files on the simulated node (without --real-kubelet)" + by_hand,
         )
-    if not args.check:
+    if on_kubelet and not args.check:
         options.check()
     return options
 
@@ -196,6 +221,7 @@ async def _replay_all(
     keep: bool,
     live: bool,
     real: RealKubeletOptions | None,
+    manager: RealManagerOptions | None,
 ) -> list[ScenarioResult]:
     results = []
     console = output.console()
@@ -218,6 +244,7 @@ async def _replay_all(
                 on_step=on_step if live else None,
                 on_result=on_result if live else None,
                 real_kubelet=real,
+                real_manager=manager,
             )
             results.append(await replay(scenario, options))
         if live and results[-1].note:

@@ -34,6 +34,9 @@ class KubeletRelease:
     """A prepare finding its claim being unprepared fails (and is retried) instead of joining it."""
     optional_node_operations: bool
     """The ``DRAOptionalNodeOperations`` gate exists (alpha, off unless turned on)."""
+    prepare_replaces_devices: bool
+    """A driver's prepare answer replaces its devices for the claim (SPEC-1.37.md §2.6, backported after v1.36.2);
+    v1.36.2 appends them, so a claim prepared again after a restart holds each device twice (SPEC §5.4)."""
 
     @property
     def negotiates_health(self) -> bool:
@@ -49,6 +52,7 @@ V1_36 = KubeletRelease(
     unprepare_needs_pod_reference=False,
     prepare_refuses_unpreparing=False,
     optional_node_operations=False,
+    prepare_replaces_devices=False,
 )
 V1_37 = KubeletRelease(
     name="1.37",
@@ -59,6 +63,7 @@ V1_37 = KubeletRelease(
     unprepare_needs_pod_reference=True,
     prepare_refuses_unpreparing=True,
     optional_node_operations=True,
+    prepare_replaces_devices=True,
 )
 RELEASES: dict[str, KubeletRelease] = {release.name: release for release in (V1_36, V1_37)}
 DEFAULT_RELEASE = V1_37

@@ -1,5 +1,8 @@
 """``replay --compare``: one scenario replayed on the simulated node, then on the real kubelet, traced alike.
 
+A file that prepares or unprepares by hand is replayed on the real kubelet's DRA manager instead when the options
+name one (``ReplayOptions.real_manager``): no kubelet can be told to do those steps.
+
 Each side runs on its own fresh testbed (its own embedded API server; the real kubelet's on the
 ``--kubeconfig`` cluster when one is given), with the same scenario file, drivers and faults; the
 simulated node plays the real kubelet's release. The comparison is accepted when both replays held and every
@@ -14,7 +17,7 @@ import attrs
 
 from kubelet_dra.kubelet.release import release
 from kubelet_dra.workbench.fidelity.columns import Trace
-from kubelet_dra.workbench.fidelity.comparison import DIFFERS, ColumnResult, compare
+from kubelet_dra.workbench.fidelity.comparison import DIFFERS, REAL, REAL_MANAGER, ColumnResult, compare
 from kubelet_dra.workbench.fidelity.settle import bound
 from kubelet_dra.workbench.fidelity.trace import Tracer
 from kubelet_dra.workbench.realnode import RealKubeletOptions
@@ -39,6 +42,8 @@ class Comparison:
     simulated_trace: Trace
     real_trace: Trace
     columns: tuple[ColumnResult, ...]
+    oracle: str = REAL
+    """What played the node on the other side: the real kubelet, or the real DRA manager for a by-hand file."""
 
     @property
     def accepted(self) -> bool:
@@ -50,6 +55,7 @@ class Comparison:
             "name": self.real.name,
             "path": self.real.path,
             "accepted": self.accepted,
+            "oracle": self.oracle,
             "columns": [column.to_json() for column in self.columns],
             "simulated": {**replays[0], "trace": self.simulated_trace.to_json()},
             "real": {**replays[1], "trace": self.real_trace.to_json()},
@@ -73,10 +79,12 @@ async def replay_both(
     real_tracer = Tracer(settle=bound(realkubelet.REAL_TIMING["wiping_delay"][1]))
     simulated = await replay(ours, attrs.evolve(options, real_kubelet=None, observe=simulated_tracer.observe))
     on_real = await replay(scenario, attrs.evolve(options, real_kubelet=real, observe=real_tracer.observe))
+    oracle = REAL_MANAGER if options.real_manager is not None and realkubelet.by_hand(scenario) else REAL
     return Comparison(
         simulated,
         on_real,
         simulated_tracer.trace,
         real_tracer.trace,
-        compare(scenario.name, simulated_tracer.trace, real_tracer.trace),
+        compare(scenario.name, simulated_tracer.trace, real_tracer.trace, real=oracle),
+        oracle,
     )

@@ -15,6 +15,8 @@ KNOWN = "known"
 DIFFERS = "differs"
 SIMULATED = "kubelet-dra"
 REAL = "real kubelet"
+REAL_MANAGER = "real DRA manager"
+"""The other side of a file that prepares by hand: the real kubelet's DRA manager (``dra-manager-harness``)."""
 
 
 @attrs.frozen
@@ -35,11 +37,12 @@ class ColumnResult:
         return {"column": self.column, "verdict": self.verdict, "known": self.known, "diff": list(self.diff)}
 
 
-def compare(scenario: str, simulated: Trace, real: Trace) -> tuple[ColumnResult, ...]:
-    """Each column of ``simulated`` against ``real``, with the known reason where ``scenario`` has one."""
+def compare(scenario: str, simulated: Trace, other: Trace, *, real: str = REAL) -> tuple[ColumnResult, ...]:
+    """Each column of ``simulated`` against ``other`` (played by ``real``), with the known reason where
+    ``scenario`` has one."""
     results = []
     for column in COLUMNS:
-        ours, theirs = simulated.columns[column], real.columns[column]
-        diff = () if ours == theirs else tuple(difflib.unified_diff(ours, theirs, SIMULATED, REAL, lineterm="", n=3))
+        ours, theirs = simulated.columns[column], other.columns[column]
+        diff = () if ours == theirs else tuple(difflib.unified_diff(ours, theirs, SIMULATED, real, lineterm="", n=3))
         results.append(ColumnResult(column, diff, known_difference(scenario, column) if diff else ""))
     return tuple(results)

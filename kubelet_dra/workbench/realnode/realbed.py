@@ -32,6 +32,8 @@ class RealTestbed(Testbed):
     """``async with RealTestbed(options, real):`` a testbed whose node is ``real``'s kubelet."""
 
     __test__ = False  # not a pytest test class
+    seen_from = "the tap's NotifyRegistrationStatus, the kubelet's log"
+    """Where ``registered`` and ``chosen_service`` look."""
 
     def __init__(self, options: TestbedOptions, real: RealKubeletOptions) -> None:
         real.check()
@@ -129,6 +131,13 @@ class RealTestbed(Testbed):
             if (match := REGISTERED_LINE.search(line)) and match["driver"] == driver_name
         ]
         return services[-1] if services else None
+
+    def log_excerpt(self, lines: int) -> str:
+        """The kubelet log's last ``lines`` lines, named, for a failure report."""
+        return f"log of the real kubelet ({self.kubelet.log_path}):\n{self.kubelet.log_tail(lines)}"
+
+    def start_note(self) -> str:
+        return f"real kubelet pid {self.kubelet.pid} Ready (its start-up wipe is its own)"
 
     def cdi_devices(self, namespace: str, pod: str, container: str) -> list[str] | None:
         """The CDI device IDs the runtime received for the container's last creation in the pod's last sandbox

@@ -105,7 +105,7 @@ def _text(value: Any) -> str:
 
 async def registration(ctx: Context, args: Mapping[str, Any]) -> Look:
     name = ctx.driver_name(args["driver"])
-    if ctx.real is not None:  # what the tap saw the kubelet accept and can reach, the service in the kubelet's log
+    if ctx.real is not None:  # what the node accepted and can reach, and the service it chose, seen from outside
         count = ctx.real.registered(name)
         usable = count > 0 and ctx.real.reachable(name)
         actual = {"registered": usable, "service": ctx.real.chosen_service(name), "instances": count}
@@ -114,7 +114,7 @@ async def registration(ctx: Context, args: Mapping[str, Any]) -> Look:
             **{key: args[key] for key in ("registered", "service", "instances") if key in args},
         }
         ok, expected, seen = _compare(wanted, actual)
-        return Look(ok, f"{name} {expected}", f"{seen} (the tap's NotifyRegistrationStatus, the kubelet's log)")
+        return Look(ok, f"{name} {expected}", f"{seen} ({ctx.real.seen_from})")
     node = ctx.bed.node
     instances = node.instances(name)
     actual = {

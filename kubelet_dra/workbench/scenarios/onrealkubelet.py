@@ -39,11 +39,20 @@ REFUSED_ACTIONS = {
     "prepare": "calls the simulated node's DRA manager by hand",
     "unprepare": "calls the simulated node's DRA manager by hand",
 }
+<<<<<<< HEAD
 NOT_CHECKED = {
     "diagnosis": (
         "kubelet-dra's own registration diagnosis, which the real kubelet has not (the line it logs for each failure"
         " is held to the diagnosis in docs/debug.md): checked on kubelet-dra only"
     ),
+=======
+"""Steps no real kubelet can be told to do; the real DRA manager (``--real-manager``) can."""
+NO_POD_WORKER = "the real DRA manager runs no pod worker (only a whole kubelet syncs a pod bound to the node)"
+ONE_DRIVER = "the real DRA manager's trace does not name the driver of a DRA call (a by-hand file has one driver)"
+REFUSED_CHECKS = {
+    "wipe": "reads the simulated node's pending ResourceSlice wipes (a slices expectation says what is seen)",
+    "diagnosis": "reads the simulated node's registration diagnosis",
+>>>>>>> harness
 }
 """Expectations about what only kubelet-dra has: skipped on the real kubelet with this reason (the rest of the file
 runs, and ``--compare`` compares what both nodes show)."""
@@ -53,9 +62,15 @@ REFUSED_KEYS = {
 }
 
 
-def refusals(scenario: Scenario, release: str) -> list[str]:
-    """Each step or expectation of ``scenario`` the real kubelet ``release`` cannot run, with where and why."""
-    found: list[str] = []
+def by_hand(scenario: Scenario) -> bool:
+    """Whether ``scenario`` calls the DRA manager by hand: its other side is then the real DRA manager."""
+    return any(step.action in REFUSED_ACTIONS for step in scenario.steps)
+
+
+def refusals(scenario: Scenario, release: str, *, manager: bool = False) -> list[str]:
+    """Each step or expectation of ``scenario`` the real kubelet ``release`` cannot run, with where and why; with
+    ``manager``, those the real DRA manager of that release cannot (by-hand steps, but no pod worker)."""
+    found: list[str] = _manager_refusals(scenario) if manager else []
     options = scenario.node.options
     if scenario.node.release_pinned and options.release.name != release:
         found.append(f"{scenario.path}: node.kubeletVersion {options.release.name} is not the real kubelet's {release}")
@@ -70,7 +85,7 @@ def refusals(scenario: Scenario, release: str) -> list[str]:
     found += [f"{scenario.path}: node.{key}: {why}" for key, (used, why) in simulated_only.items() if used]
     for step in scenario.steps:
         where = f"{scenario.path}:{step.where.line}"
-        if step.action in REFUSED_ACTIONS:
+        if step.action in REFUSED_ACTIONS and not manager:
             found.append(f"{where}: step {step.action} {REFUSED_ACTIONS[step.action]}")
         if isinstance(step.args, dict):
             found += [
@@ -88,12 +103,38 @@ def refusals(scenario: Scenario, release: str) -> list[str]:
     return found
 
 
-def check(scenario: Scenario, release: str) -> None:
-    """Refuse ``scenario`` for the real kubelet ``release``, naming every step and expectation it cannot run."""
-    found = refusals(scenario, release)
+def _manager_refusals(scenario: Scenario) -> list[str]:
+    """What the real DRA manager cannot run: a pod bound to the node (no pod worker syncs it), two drivers."""
+    node = scenario.node.name
+    manifests = [(scenario.path, manifest) for manifest in scenario.objects] + [
+        (f"{scenario.path}:{step.where.line}", manifest)
+        for step in scenario.steps
+        if step.action == "apply"
+        for manifest in step.args
+    ]
+    found = [
+        f"{where}: Pod {(manifest.get('metadata') or {}).get('name')} is bound to {node}: {NO_POD_WORKER}"
+        for where, manifest in manifests
+        if manifest.get("kind") == "Pod" and (manifest.get("spec") or {}).get("nodeName") == node
+    ]
+    found += [
+        f"{scenario.path}:{step.where.line}: step createPod {step.args['name']} is bound to {node}: {NO_POD_WORKER}"
+        for step in scenario.steps
+        if step.action == "createPod" and step.args.get("node", node) == node
+    ]
+    if len(scenario.drivers) > 1:
+        found.append(f"{scenario.path}: drivers: {len(scenario.drivers)} drivers: {ONE_DRIVER}")
+    return found
+
+
+def check(scenario: Scenario, release: str, *, manager: bool = False) -> None:
+    """Refuse ``scenario`` for the real kubelet ``release`` (or its DRA manager), naming every step and expectation
+    it cannot run."""
+    found = refusals(scenario, release, manager=manager)
     if found:
+        node = "the real DRA manager of" if manager else "the real kubelet"
         raise UsageError(
-            f"scenario {scenario.name} cannot run on the real kubelet {release}: " + "; ".join(found),
+            f"scenario {scenario.name} cannot run on {node} {release}: " + "; ".join(found),
             where=scenario.path,
             fix="replay this file on the simulated node (without --real-kubelet)",
         )
@@ -106,15 +147,21 @@ def extra_seconds(scenario: Scenario) -> float:
     return max((real - attrgetter(field)(options) for field, (_, real) in REAL_TIMING.items()), default=0.0)
 
 
-def timing_note(scenario: Scenario) -> str:
+MANAGER_TIMING = ("wiping_delay", "call_timeout")
+"""The constants the real DRA manager runs on: it has no pod worker, and its reconcile loop is off."""
+
+
+def timing_note(scenario: Scenario, *, manager: bool = False) -> str:
     """What the report says about the timings: the real constants in force and the scenario's values they replace."""
     options = scenario.node.options
     parts = [
         f"{key} {real:g} s"
         + (f" (scenario: {attrgetter(field)(options):g} s)" if attrgetter(field)(options) != real else "")
         for field, (key, real) in REAL_TIMING.items()
+        if not manager or field in MANAGER_TIMING
     ]
-    return f"real kubelet timings: {', '.join(parts)}; deadlines extended by {extra_seconds(scenario):g} s"
+    node = "real DRA manager" if manager else "real kubelet"
+    return f"{node} timings: {', '.join(parts)}; deadlines extended by {extra_seconds(scenario):g} s"
 
 
 def on_real_kubelet(scenario: Scenario) -> Scenario:

@@ -22,7 +22,7 @@ from kubelet_dra.peers.errors import KubeletDRAError, UsageError
 from kubelet_dra.peers.kube.client import KubeApiError
 from kubelet_dra.peers.log import get_logger
 from kubelet_dra.workbench import junit
-from kubelet_dra.workbench.realnode import RealKubeletOptions, RealTestbed
+from kubelet_dra.workbench.realnode import ManagerTestbed, RealKubeletOptions, RealManagerOptions, RealTestbed
 from kubelet_dra.workbench.scenarios import onrealkubelet as realkubelet
 from kubelet_dra.workbench.scenarios.cleanup import leave_cluster_clean
 from kubelet_dra.workbench.scenarios.expectations import Verdict, evaluate
@@ -86,6 +86,9 @@ class ReplayOptions:
     on_result: Callable[[StepResult], None] | None = None
     real_kubelet: RealKubeletOptions | None = None
     """Play the node with this real kubelet instead of the simulated one."""
+    real_manager: RealManagerOptions | None = None
+    """With ``real_kubelet`` (whose release it is): play the node of a file with by-hand steps with the real
+    kubelet's DRA manager (``kubelet_dra.workbench.realnode.managerbed``)."""
     observe: Callable[[Testbed], AbstractAsyncContextManager[object]] | None = None
     """Entered on the staged testbed before the scenario's objects and drivers, left after its last step while
     everything still runs (a trace of what the node did: ``kubelet_dra.workbench.fidelity``)."""
@@ -130,13 +133,18 @@ async def replay(scenario: Scenario, options: ReplayOptions | None = None) -> Sc
         keep=options.keep,
     )
     note = ""
+    bed: Testbed
     if options.real_kubelet is None:
         bed = Testbed(bed_options)
     else:
-        realkubelet.check(scenario, options.real_kubelet.release())
-        note = realkubelet.timing_note(scenario)
+        manager = options.real_manager if realkubelet.by_hand(scenario) else None
+        realkubelet.check(scenario, options.real_kubelet.release(), manager=manager is not None)
+        note = realkubelet.timing_note(scenario, manager=manager is not None)
         scenario = realkubelet.on_real_kubelet(scenario)
-        bed = RealTestbed(bed_options, options.real_kubelet)
+        if manager is None:
+            bed = RealTestbed(bed_options, options.real_kubelet)
+        else:
+            bed = ManagerTestbed(bed_options, manager)
     error = ""
     try:
         async with bed:
@@ -289,5 +297,5 @@ def _with_logs(result: StepResult, ctx: Context) -> StepResult:
         if process.starts
     ]
     if ctx.real is not None:
-        logs.append(f"log of the real kubelet ({ctx.real.kubelet.log_path}):\n{ctx.real.kubelet.log_tail(LOG_LINES)}")
+        logs.append(ctx.real.log_excerpt(LOG_LINES))
     return attrs.evolve(result, details="\n\n".join(filter(None, [result.details, *logs])))

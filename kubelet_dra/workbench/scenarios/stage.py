@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kubelet_dra.peers.errors import UsageError
-from kubelet_dra.workbench.realnode import RealTestbed
+from kubelet_dra.workbench.realnode import ManagerTestbed, RealTestbed
 from kubelet_dra.workbench.scenarios.model import DriverDef, Scenario
 from kubelet_dra.workbench.testbed import DriverProcess, DriverSpec, Testbed, objects
 from kubelet_dra.workbench.testbed.objects import DEFAULT_NAMESPACE
@@ -58,9 +58,9 @@ class Context:
                 self.processes[driver.id] = bed.driver_process(driver_spec(driver, faults.get(driver.id, {})))
 
     @property
-    def real(self) -> RealTestbed | None:
-        """The testbed when a real kubelet plays the node."""
-        return self.bed if isinstance(self.bed, RealTestbed) else None
+    def real(self) -> RealTestbed | ManagerTestbed | None:
+        """The testbed when a real kubelet, or the real kubelet's DRA manager, plays the node (seen from outside)."""
+        return self.bed if isinstance(self.bed, RealTestbed | ManagerTestbed) else None
 
     @property
     def node_name(self) -> str:

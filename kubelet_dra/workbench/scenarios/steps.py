@@ -16,6 +16,7 @@ from kubelet_dra.kubelet.release import RELEASES
 from kubelet_dra.peers.controlplane.scheduling import mark_claims_reserved
 from kubelet_dra.peers.driver.knobs import written
 from kubelet_dra.peers.errors import StateError
+from kubelet_dra.workbench.realnode import ManagerTestbed
 from kubelet_dra.workbench.scenarios import onrealkubelet as realkubelet
 from kubelet_dra.workbench.scenarios.model import seconds
 from kubelet_dra.workbench.scenarios.stage import Context
@@ -104,7 +105,7 @@ async def restart(ctx: Context, driver_id: str) -> str:
 def _startup_wipe(ctx: Context) -> str:
     """What the new node's start-up wipe did (the testbed's start waits for it), for the live view."""
     if ctx.real is not None:
-        return f"real kubelet pid {ctx.real.kubelet.pid} Ready (its start-up wipe is its own)"
+        return ctx.real.start_note()
     wipe = ctx.bed.node.startup_wipe
     if wipe is None:
         return "no start-up wipe without an API server"
@@ -151,23 +152,30 @@ async def start_apiserver(ctx: Context, _: None) -> str:
 
 
 async def _manager_call(ctx: Context, args: dict[str, Any], unprepare: bool) -> str:
-    manager = ctx.bed.node.manager
-    assert manager is not None, "the testbed's node always has a state dir"
     pod = await ctx.pod(args)
     if pod is None:
         raise ActionFailed(f"pod {args['pod']} does not exist")
-    call = manager.unprepare_resources if unprepare else manager.prepare_resources
-    error = ""
-    try:
-        await call(pod)
-    except Exception as err:  # the manager's errors are what this step is about
-        error = str(err)
+    if isinstance(ctx.bed, ManagerTestbed):  # the real DRA manager, one run of it on the node's checkpoint
+        error = await ctx.bed.by_hand(pod, unprepare=unprepare)
+    else:
+        error = await _simulated_call(ctx, pod, unprepare)
     wanted = args.get("error")
     if wanted is not None and wanted not in error:
         raise ActionFailed(f"expected an error containing {wanted!r}, got " + (repr(error) if error else "success"))
     if wanted is None and error:
         raise ActionFailed(f"failed: {error}")
     return f"error: {error}" if error else "ok"
+
+
+async def _simulated_call(ctx: Context, pod: dict[str, Any], unprepare: bool) -> str:
+    manager = ctx.bed.node.manager
+    assert manager is not None, "the testbed's node always has a state dir"
+    call = manager.unprepare_resources if unprepare else manager.prepare_resources
+    try:
+        await call(pod)
+    except Exception as err:  # the manager's errors are what this step is about
+        return str(err)
+    return ""
 
 
 async def prepare(ctx: Context, args: dict[str, Any]) -> str:

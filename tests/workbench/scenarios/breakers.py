@@ -86,6 +86,9 @@ BREAKERS: dict[str, Breaker] = {
     "register-after-plugin-restart.yaml": Breaker(
         "registered again after the plugin restart", mutation=("  - restart: gpu\n", "  - stop: gpu\n")
     ),
+    "reprepare-duplicates-devices-1-36.yaml": Breaker(
+        "each CDI device twice", mutation=('kubeletVersion: "1.36"', 'kubeletVersion: "1.37"')
+    ),
     "reprepare-replaces-devices.yaml": Breaker(
         "prepared again after the restart", mutation=("  - restartNode:\n", "  - sleep: 100ms\n")
     ),

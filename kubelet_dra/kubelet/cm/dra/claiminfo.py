@@ -78,9 +78,11 @@ class ClaimInfo:
     _on_change: Callable[[ClaimInfo], None] | None = attrs.field(default=None, init=False, eq=False, repr=False)
     """Set by the cache holding the entry: a change is what its next checkpoint write encodes."""
 
-    def set_devices(self, driver: str, devices: Iterable[DeviceState]) -> None:
-        """The driver's answer replaces what it said before for the claim (SPEC-1.37.md §2.6, also 1.36.x)."""
-        self.driver_state = {**self.driver_state, driver: tuple(devices)}
+    def set_devices(self, driver: str, devices: Iterable[DeviceState], *, replace: bool) -> None:
+        """The driver's answer for the claim: it replaces what the driver said before (1.37, SPEC-1.37.md §2.6), or
+        is appended to it (v1.36.2, SPEC §5.4: a claim prepared again holds its devices twice)."""
+        kept = () if replace else self.driver_state.get(driver, ())
+        self.driver_state = {**self.driver_state, driver: (*kept, *devices)}
 
     @property
     def key(self) -> str:

@@ -206,7 +206,8 @@ class DRAManager:
             response = await call("NodePrepareResources", instance.client.node_prepare_resources(request))
             for claim, result in claim_results("NodePrepareResources", claims, response.claims):
                 entry = self._cached(claim.namespace, claim.name)
-                entry.set_devices(instance.driver_name, map(device_state, result.devices))
+                devices = map(device_state, result.devices)
+                entry.set_devices(instance.driver_name, devices, replace=self.release.prepare_replaces_devices)
 
         # Phase D
         for entry in sent:
