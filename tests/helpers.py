@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import shutil
 import signal
+import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 KEPT_WORKDIR = re.compile(r"/tmp/kd-[A-Za-z0-9_]+(?=/)")
@@ -90,6 +93,22 @@ class KubeletDRAProcess:
         if self.proc.returncode is None:
             self.proc.send_signal(signal.SIGTERM)
         return await self.wait()
+
+
+def kubelet_dra_each(*argvs: Sequence[str], timeout: float = 120) -> dict[tuple[str, ...], tuple[int, str, str]]:
+    """``kubelet-dra ARGV`` for each command line, one after another in one fresh process (``clibatch.py``):
+    (exit code, stdout, stderr) by command line, for cases that differ only in their flags."""
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("clibatch.py"))],
+        input=json.dumps([list(argv) for argv in argvs]),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout)
+    return {tuple(argv): (code, out, err) for argv, (code, out, err) in zip(argvs, results, strict=True)}
 
 
 async def kubelet_dra(*args: str, stdin: str = "", timeout: float = 60) -> tuple[int, str, str]:

@@ -12,6 +12,11 @@ from kubelet_dra.workbench.testbed import REFERENCE_DRIVER, DriverSpec, Testbed,
 GPU = "gpu.example.com"
 REFERENCE = REFERENCE_DRIVER.replace("{driver}", GPU) + " --devices 4 --republish-delay 1"
 """``--driver-cmd`` for the reference driver; append ``--fault-<knob> VALUE`` to break it."""
+REGISTERS_WITHIN = 30.0
+"""``registration_timeout`` when the driver registers or is refused at once: generous, since the wait ends as soon as
+the node sees the socket, and only a machine too loaded to start a Python process in seconds pays for it."""
+NO_SLICES_WITHIN = 6.0
+"""``registration_timeout`` when the driver publishes no slices for the node: the suite waits that long for them."""
 
 
 def with_fault(knob: str, value: str = "true") -> str:

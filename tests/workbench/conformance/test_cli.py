@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from helpers import remove_kept_workdirs
+from helpers import kubelet_dra_each, remove_kept_workdirs
 from realk8s import TEST_DRIVER, example_driver_cmd, kubernetes_test_driver_cmd
 
 from .reference import REFERENCE, already_running, with_fault
@@ -35,24 +35,30 @@ def test_list_shows_the_selected_checks_with_tags_levels_rules_and_references():
     assert "HEA-002  should" in text and "should be a complete list for the driver" in text
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        ((), "give either --driver-cmd or --registry-dir"),
-        (("--registry-dir", "/tmp"), "--registry-dir needs --kubeconfig"),
-        (("--driver-cmd", "x", "--kubeconfig", "k", "--node-restricted"), "only with the embedded API server"),
-        (("--driver-cmd", "x", "--focus", "("), "--focus '(' is not a regular expression"),
-        (("--driver-cmd", "x", "--tags", "gpu"), "unknown tag(s) gpu"),
-        (("--driver-cmd", "drv --node {nodename}"), "unknown placeholder {nodename}"),
-        (("--driver-cmd", "x", "--idempotency-count", "0"), "must be at least 1"),
-        (("--registry-dir", "/r", "--kubeconfig", "k", "--node-restricted"), "only with the embedded API server"),
-    ],
-)
-def test_usage_errors_exit_2_with_one_line(args: tuple[str, ...], message: str):
-    result = conformance(*args)
-    assert result.returncode == 2
-    assert message in result.stderr
-    assert "Traceback" not in result.stderr
+USAGE_ERRORS = [
+    ((), "give either --driver-cmd or --registry-dir"),
+    (("--registry-dir", "/tmp"), "--registry-dir needs --kubeconfig"),
+    (("--driver-cmd", "x", "--kubeconfig", "k", "--node-restricted"), "only with the embedded API server"),
+    (("--driver-cmd", "x", "--focus", "("), "--focus '(' is not a regular expression"),
+    (("--driver-cmd", "x", "--tags", "gpu"), "unknown tag(s) gpu"),
+    (("--driver-cmd", "drv --node {nodename}"), "unknown placeholder {nodename}"),
+    (("--driver-cmd", "x", "--idempotency-count", "0"), "must be at least 1"),
+    (("--registry-dir", "/r", "--kubeconfig", "k", "--node-restricted"), "only with the embedded API server"),
+]
+
+
+@pytest.fixture(scope="module")
+def usage_errors() -> dict[tuple[str, ...], tuple[int, str, str]]:
+    """Every usage-error command line run once, all in one process."""
+    return kubelet_dra_each(*(("conformance", *args) for args, _ in USAGE_ERRORS))
+
+
+@pytest.mark.parametrize(("args", "message"), USAGE_ERRORS)
+def test_usage_errors_exit_2_with_one_line(args: tuple[str, ...], message: str, usage_errors):
+    code, _, err = usage_errors[("conformance", *args)]
+    assert code == 2
+    assert message in err
+    assert "Traceback" not in err
 
 
 def test_passing_run_exits_0_with_json_and_junit(tmp_path: Path):

@@ -12,7 +12,7 @@ from kubelet_dra.workbench.conformance.checkcontext import SuiteOptions
 from kubelet_dra.workbench.conformance.suiterunner import run_suite
 from kubelet_dra.workbench.conformance.target import Selection, Target
 
-from .reference import with_fault
+from .reference import NO_SLICES_WITHIN, REGISTERS_WITHIN, with_fault
 
 FAST = SuiteOptions(check_timeout=10, republish_within=2)
 
@@ -45,7 +45,8 @@ FAST = SuiteOptions(check_timeout=10, republish_within=2)
     ],
 )
 async def test_a_broken_driver_fails_the_check_with_the_reason(knob: str, value: str, expected: dict[str, str]):
-    target = Target(driver_cmd=with_fault(knob, value), registration_timeout=2)
+    timeout = NO_SLICES_WITHIN if knob == "slices-node" else REGISTERS_WITHIN
+    target = Target(driver_cmd=with_fault(knob, value), registration_timeout=timeout)
     suite = await run_suite(target, FAST, Selection(focus="^(" + "|".join(expected) + ")$"))
     reasons = {result.id: result.reason for result in suite.results if result.result in ("failed", "warning")}
     assert reasons.keys() == expected.keys()
@@ -55,7 +56,8 @@ async def test_a_broken_driver_fails_the_check_with_the_reason(knob: str, value:
 
 async def test_a_v1beta1_only_driver_with_health_passes_the_version_checks():
     command = with_fault("versions", "v1beta1") + " --health"
-    suite = await run_suite(Target(driver_cmd=command), FAST, Selection(focus="^(VER|REG-006)"))
+    target = Target(driver_cmd=command, registration_timeout=REGISTERS_WITHIN)
+    suite = await run_suite(target, FAST, Selection(focus="^(VER|REG-006)"))
     assert suite.ids("failed") == [], {r.id: r.reason for r in suite.results if r.result == "failed"}
     assert suite.ids("skipped") == [], "VER-008 runs: the health service is advertised"
     assert suite.capabilities.chosen_service == "v1beta1.DRAPlugin"

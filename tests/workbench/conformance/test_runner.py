@@ -18,7 +18,7 @@ from kubelet_dra.workbench.conformance.suiterunner import REGISTRATION_TAG, run_
 from kubelet_dra.workbench.conformance.target import Selection, Target
 from kubelet_dra.workbench.testbed import objects
 
-from .reference import GPU, REFERENCE, already_running, with_fault
+from .reference import GPU, NO_SLICES_WITHIN, REFERENCE, REGISTERS_WITHIN, already_running, with_fault
 
 MINE = r"^(REG|VER|SLC)-"
 RULE = Citation("a check registered by a test", "tests/workbench/conformance/test_runner.py")
@@ -194,7 +194,9 @@ def test_a_target_needs_exactly_one_driver(fields: dict[str, str]):
 
 
 async def test_node_restricted_gives_the_driver_the_nodes_identity():
-    target = Target(driver_cmd=with_fault("slices-node", "node-9"), node_restricted=True, registration_timeout=2)
+    target = Target(
+        driver_cmd=with_fault("slices-node", "node-9"), node_restricted=True, registration_timeout=NO_SLICES_WITHIN
+    )
     suite = await run_suite(target, selection=Selection(focus="^SLC-00[15]$"))
     results = suite.by_id()
     assert results["SLC-001"].result == "failed"
@@ -214,7 +216,8 @@ async def test_slices_lost_to_an_earlier_check_are_restored_for_the_next():
 async def test_a_driver_failing_only_its_first_registration_attempt_registers_within_the_grace():
     clear_soon = "( sleep 0.3; {python} -m kubelet_dra driver fault --plugin-dir {plugin_dir} clear >/dev/null ) &"
     command = f'sh -c \'{clear_soon} exec "$0" "$@"\' {with_fault("getinfo-error", "warming-up")}'
-    suite = await run_suite(Target(driver_cmd=command, keep=True), selection=Selection(focus="^REG-002$"))
+    target = Target(driver_cmd=command, keep=True, registration_timeout=REGISTERS_WITHIN)
+    suite = await run_suite(target, selection=Selection(focus="^REG-002$"))
     log = Path(next(iter(suite.testbed["drivers"].values()))).read_text()
     shutil.rmtree(suite.testbed["workdir"])
     assert "GetInfo err=warming-up" in log, "the node's first attempt failed"
