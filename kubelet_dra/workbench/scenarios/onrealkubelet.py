@@ -39,20 +39,15 @@ REFUSED_ACTIONS = {
     "prepare": "calls the simulated node's DRA manager by hand",
     "unprepare": "calls the simulated node's DRA manager by hand",
 }
-<<<<<<< HEAD
+"""Steps no real kubelet can be told to do; the real DRA manager (``--real-manager``) can."""
+NO_POD_WORKER = "the real DRA manager runs no pod worker (only a whole kubelet syncs a pod bound to the node)"
+NO_WIPE_LOG = "reads the real kubelet's wipe timers from its log; the real DRA manager's log is not read"
+ONE_DRIVER = "the real DRA manager's trace does not name the driver of a DRA call (a by-hand file has one driver)"
 NOT_CHECKED = {
     "diagnosis": (
         "kubelet-dra's own registration diagnosis, which the real kubelet has not (the line it logs for each failure"
         " is held to the diagnosis in docs/debug.md): checked on kubelet-dra only"
     ),
-=======
-"""Steps no real kubelet can be told to do; the real DRA manager (``--real-manager``) can."""
-NO_POD_WORKER = "the real DRA manager runs no pod worker (only a whole kubelet syncs a pod bound to the node)"
-ONE_DRIVER = "the real DRA manager's trace does not name the driver of a DRA call (a by-hand file has one driver)"
-REFUSED_CHECKS = {
-    "wipe": "reads the simulated node's pending ResourceSlice wipes (a slices expectation says what is seen)",
-    "diagnosis": "reads the simulated node's registration diagnosis",
->>>>>>> harness
 }
 """Expectations about what only kubelet-dra has: skipped on the real kubelet with this reason (the rest of the file
 runs, and ``--compare`` compares what both nodes show)."""
@@ -124,6 +119,12 @@ def _manager_refusals(scenario: Scenario) -> list[str]:
     ]
     if len(scenario.drivers) > 1:
         found.append(f"{scenario.path}: drivers: {len(scenario.drivers)} drivers: {ONE_DRIVER}")
+    found += [
+        f"{scenario.path}:{condition.where.line}: expectation wipe: {NO_WIPE_LOG}"
+        for step in scenario.steps
+        for condition in step.conditions
+        if condition.kind == "wipe"
+    ]
     return found
 
 
