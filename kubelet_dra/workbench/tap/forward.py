@@ -206,13 +206,25 @@ async def _read_requests(
     iterator = aiter(requests)
     while True:
         pending = asyncio.ensure_future(anext(iterator))
-        done, _ = await asyncio.wait({pending}, timeout=grace)
+        pending.add_done_callback(_observed)
+        try:
+            done, _ = await asyncio.wait({pending}, timeout=grace)
+        except asyncio.CancelledError:
+            pending.cancel()
+            raise
         if not done:
             return _stream(list(sent), pending, iterator, sent)
         try:
             sent.append(pending.result())
         except StopAsyncIteration:
             return None
+
+
+def _observed(read: asyncio.Future[bytes]) -> None:
+    """Take a read's outcome as seen: a stream the call stopped forwarding (its end, the tap's SIGTERM) leaves the
+    last read to nobody, and asyncio would print its StopAsyncIteration as an exception never retrieved."""
+    if not read.cancelled():
+        read.exception()
 
 
 async def _stream(
