@@ -7,15 +7,17 @@ prepare gets a Warning Event ``FailedPrepareDynamicResources`` and leaves the po
 kubelet counts that sync as done, so the pod is tried again at its next periodic sync, or at once
 when the pod changes. Once the pod is being deleted or has a terminal phase, its claims are
 unprepared; a failed unprepare is an error of the sync, retried after the back-off while the pod
-shows its containers stopped. A deleted pod then gets its terminal status and, at the next PLEG
-relist, its deletion is finished with grace period 0; a pod that reached Succeeded or Failed by
-itself keeps its object. How long each wait lasts is ``kubelet_dra.kubelet.pod_backoff``'s only.
+shows its containers stopped. A deleted pod then gets its terminal status and, at its worker's next
+sync (the terminated one), its deletion is finished with grace period 0; a pod that reached Succeeded
+or Failed by itself keeps its object. Every sync but a worker's first waits for the node's next PLEG
+relist, as the kubelet's do; when each sync comes is ``kubelet_dra.kubelet.pod_backoff``'s only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import random
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -23,7 +25,7 @@ from typing import Any
 from kubelet_dra.kubelet.cm.dra import DRAManager, PrepareError, UnprepareError
 from kubelet_dra.kubelet.config.apiserver import PodSource, finished
 from kubelet_dra.kubelet.kubelet_pods import HealthLookup, allocated_resources
-from kubelet_dra.kubelet.pod_backoff import PodSyncPeriods
+from kubelet_dra.kubelet.pod_backoff import CONTAINER_STOP_TIME, PodSyncPeriods, RelistClock
 from kubelet_dra.kubelet.status.generate import now, pending_status, running_status, stopped_status
 from kubelet_dra.peers.kube.client import KubeApiError, KubeClient, api_path, object_key
 from kubelet_dra.peers.kube.events import PodEventReporter
@@ -50,6 +52,7 @@ class PodWorkers:
         self.manager = manager
         self._health = health
         self._periods = periods or PodSyncPeriods()
+        self._relists = RelistClock(self._periods.relist_period)
         self._rng = rng or random.Random()
         self._on_change = on_change
         self._log = get_logger("pod-workers", node=node_name)
@@ -60,10 +63,14 @@ class PodWorkers:
         self._events = PodEventReporter(kube, {"component": "kubelet", "host": node_name})
         self.started: set[str] = set()
         """UIDs of pods whose claims are prepared and that were reported Running."""
+        self._stopped: set[str] = set()
+        """UIDs of deleted pods that were unprepared and given their terminal status: their next sync is the
+        terminated one, which finishes the deletion."""
         self.last_error = ""
         """The latest failed prepare, unprepare or final delete, for status views ("" while none failed)."""
 
     def start(self) -> None:
+        self._tasks.append(asyncio.create_task(self._relists.run(), name="PLEG relists"))
         self._tasks.append(asyncio.create_task(self._source.run(), name="pod watch"))
 
     async def stop(self) -> None:
@@ -112,21 +119,25 @@ class PodWorkers:
     # --- one pod ---
 
     async def _work(self, uid: str, first: dict[str, Any]) -> None:
-        """Drive one pod until its claims are unprepared and its API object is gone (or it is terminal)."""
+        """Drive one pod until its claims are unprepared and its API object is gone (or it is terminal). Each sync
+        but the first waits for the node's next PLEG relist after the previous one, whatever woke the worker."""
         # A pod already Running when first seen has its "sandbox": the kubelet does not prepare it again.
         stopped_unseen = False
         if (first.get("status") or {}).get("phase") == "Running":
             self.started.add(uid)
             stopped_unseen = bool(first["metadata"].get("deletionTimestamp"))
         last = first
+        synced = -math.inf
         try:
             while True:
+                await self._relists.newer_than(synced)
                 wake = self._wake[uid]
                 wake.clear()
                 pod = self._source.pods.get(uid)
                 if pod is not None:
                     last = pod
                 period = await self._sync(uid, pod, last, stopped_unseen)
+                synced = self._relists.now()
                 stopped_unseen = False
                 if period is None:
                     return
@@ -135,6 +146,7 @@ class PodWorkers:
             self._workers.pop(uid, None)
             self._wake.pop(uid, None)
             self.started.discard(uid)
+            self._stopped.discard(uid)
             self._events.forget(uid)
             self._on_change()
 
@@ -145,6 +157,8 @@ class PodWorkers:
         Running and deleted by its worker's first sync (the node restarted while stopping it) is reported with its
         containers stopped first, as a restarted kubelet finds them in the runtime (kubelet 1.36.2, every run)."""
         log = self._log.with_values(pod=object_key(last), podUID=uid)
+        if uid in self._stopped:
+            return None if pod is None else await self._delete(pod, log)
         if pod is None or finished(pod):
             if pod is not None and stopped_unseen:
                 await self._write(pod, stopped_status(pod, final=False, at=now()), log)
@@ -168,9 +182,11 @@ class PodWorkers:
         return self._periods.resync(self._rng)
 
     async def _terminate(self, uid: str, pod: dict[str, Any] | None, last: dict[str, Any], log: Logger) -> float | None:
-        """Stop the pod: unprepare its claims (the pod shows its containers stopped while that fails), then give a
-        deleted pod its terminal status and finish its deletion."""
+        """The terminating sync: unprepare the pod's claims (the pod shows its containers stopped while that fails),
+        then give a deleted pod its terminal status; its worker's next sync finishes the deletion (0: at once, which
+        is the next PLEG relist)."""
         deleting = pod is not None and bool(pod["metadata"].get("deletionTimestamp"))
+        await asyncio.sleep(CONTAINER_STOP_TIME)
         try:
             await self.manager.unprepare_resources(last)
         except UnprepareError as err:
@@ -186,11 +202,12 @@ class PodWorkers:
         final = stopped_status(pod, final=True, at=now())
         if (await self._write(pod, final, log)).get("status", {}).get("phase") != final["phase"]:
             return self._periods.back_off(self._rng)
-        await asyncio.sleep(self._periods.relist_period)
-        return await self._delete(pod, log)
+        self._stopped.add(uid)
+        return 0.0
 
     async def _delete(self, pod: dict[str, Any], log: Logger) -> float | None:
-        """Finish the deletion of a stopped pod (grace period 0), as the kubelet's status manager does."""
+        """The terminated sync: finish the deletion of a stopped pod (grace period 0), as the kubelet's status manager
+        does once ``SyncTerminatedPod`` is done."""
         meta = pod["metadata"]
         path = api_path("", "v1", "pods", namespace=meta["namespace"], name=meta["name"])
         try:
