@@ -89,9 +89,10 @@ class NodeEnv:
 
     @contextlib.asynccontextmanager
     async def pod_node(self, **options: Any) -> AsyncIterator[Node]:
-        """A node that runs its pods (checkpoint in ``state_dir``), retrying failed pod syncs after 0.2 s."""
+        """A node that runs its pods (checkpoint in ``state_dir``), retrying failed pod syncs after 0.2 s, its PLEG
+        relisting every 0.2 s."""
         options.setdefault("state_dir", str(self.state_dir))
-        options.setdefault("pod_sync", PodSyncPeriods(back_off_period=0.2, sync_frequency=0.2))
+        options.setdefault("pod_sync", PodSyncPeriods(back_off_period=0.2, sync_frequency=0.2, relist_period=0.2))
         async with self.node(**options) as node:
             yield node
 
