@@ -146,7 +146,7 @@ async def test_a_failed_prepare_is_retried_at_the_next_sync_not_at_its_own_statu
     assert gaps and min(gaps) >= 1.0, f"a retry came before the resync period: {gaps}"
 
 
-async def test_a_pod_whose_prepare_failed_is_synced_at_once_when_it_changes(env: NodeEnv) -> None:
+async def test_a_pod_whose_prepare_failed_is_synced_at_the_next_relist_when_it_changes(env: NodeEnv) -> None:
     async with env.pod_node(pod_sync=PodSyncPeriods(back_off_period=0.2, sync_frequency=60.0)) as node:
         driver = await env.start_driver(node)
         await driver.fault("set", "prepare-error=no power")
