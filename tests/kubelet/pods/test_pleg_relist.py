@@ -55,7 +55,10 @@ async def test_a_pod_joining_a_shared_claim_while_its_last_pod_terminates_keeps_
         await just_relisted(env, node)
 
         await env.delete_pod(first)  # its worker stops it only at the next relist
-        second = env.pod({"gpu": claim}, containers=[{"name": "main", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}])
+        second = env.pod(
+            {"gpu": claim},
+            containers=[{"name": "main", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]}}],
+        )
         del second["metadata"]["uid"]
         second = await env.kube.request("POST", api_path("", "v1", "pods", namespace=NAMESPACE), body=second)
         await reserve(env, claim, second)
