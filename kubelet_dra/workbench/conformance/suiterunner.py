@@ -57,6 +57,8 @@ DEFAULT_CDI_ROOT = "/var/run/cdi"
 """Where a driver that is already running most likely writes its CDI specs (a runtime's dynamic root)."""
 POD_BACK_OFF_PERIOD = 0.5
 """The node retries a pod whose claim the control plane has not generated yet this soon (the kubelet: 10 s)."""
+PLEG_RELIST_PERIOD = 0.2
+"""The node's pod workers wait for PLEG relists this close (the kubelet: 1 s): a driver gets the same calls, sooner."""
 REGISTRATION_TAG = "registration"
 """Checks with this tag look at the registration socket themselves, so they run even when registration failed."""
 
@@ -86,7 +88,7 @@ async def run_suite(
             node=NodeOptions(
                 release=target.release,
                 optional_node_operations=target.optional_node_operations,
-                pod_sync=PodSyncPeriods(back_off_period=POD_BACK_OFF_PERIOD),
+                pod_sync=PodSyncPeriods(back_off_period=POD_BACK_OFF_PERIOD, relist_period=PLEG_RELIST_PERIOD),
                 record_calls=target.record_calls,
             ),
             node_restricted=target.node_restricted,
