@@ -84,16 +84,9 @@ class WriteThrough:
         self._kube = kube
         self._informer = informer
 
-    async def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: dict[str, str] | None = None,
-        body: Any = None,
-        content_type: str = "application/json",
-    ) -> dict[str, Any]:
-        answer = await self._kube.request(method, path, query=query, body=body, content_type=content_type)
+    async def request(self, method: str, path: str, **options: Any) -> dict[str, Any]:
+        """``KubeClient.request``, and the answer of a write kept."""
+        answer = await self._kube.request(method, path, **options)
         if method == "DELETE":
             self._informer.deleted(path)
         elif method in ("POST", "PUT", "PATCH"):
