@@ -3,23 +3,25 @@
 For each API server and fleet size N: one ``kubelet-dra run --nodes 'sim-{0..N-1}' --reference-driver
 gpu.example.com --devices 1`` process (its reference drivers: one process per 500 nodes), against
 
-- ``embedded``: the API server inside ``run`` itself, and the offline control plane (``kubelet-dra
-  controlplane``, its own process) generating and allocating claims; pods are created bound to their
-  node (there is no scheduler);
+- ``embedded``: the embedded API server, in the process of its own ``run --nodes`` starts for it, and
+  the offline control plane (``kubelet-dra controlplane``, its own process) generating and allocating
+  claims; pods are created bound to their node (there is no scheduler);
 - ``real``: kube-apiserver 1.36 + etcd + kube-scheduler + kube-controller-manager of ``../shared/interop``,
   each node under its own identity (``system:node:<name>``: Node authorizer and NodeRestriction); pods
   are created unbound and the real scheduler places them, one per node (each node has one device).
 
 Measured: the time from start until every Node is Ready and every node's ResourceSlice is published;
-the memory (RSS) of every kubelet-dra process (``run``, the drivers, the offline control plane), in
-all and per node; their CPU over a quiet window once all are Ready (heartbeats, leases, watches); then
+the memory (RSS) of every kubelet-dra process (``run``, the drivers, the embedded API server, the offline
+control plane), in all and per node; their CPU over a quiet window once all are Ready (heartbeats, leases,
+watches); then
 one pod per node with a claim from a template: pods/s until all are Running, then after their deletion
 pods/s until all are gone.
 
 Targets (1,000 nodes, 2 cores): all Ready with slices in ≤ 120 s, ≤ 3 MB per node, steady state under
 one core.
 
-Run: ``python benchmarks/many_nodes.py [--nodes 10,100,1000] [--apiservers embedded,real] [--output json]``
+Run: ``python benchmarks/many_nodes.py [--nodes 10,100,1000] [--apiservers embedded,real] [--keep] [--output json]``
+(``--keep``: the work dirs stay, with ``run.log`` and ``controlplane.log``, at ``-v`` of ``--verbosity``.)
 """
 
 from __future__ import annotations
@@ -153,7 +155,7 @@ async def cluster(name: str, nodes: list[str], workdir: Path) -> AsyncIterator[C
         # No --sync-frequency: a pod is synced again when the control plane marks its claims reserved, and a thousand
         # pods resynced every half second keep the one process busy.
         flags = ("--kubeconfig-out", str(admin), "--pod-back-off-period", "0.5")
-        # Lists of a thousand Nodes or pods are encoded by the server in the nodes' own process: one every 2 s.
+        # Lists of a thousand Nodes or pods are work for the Python server beside the nodes: one every 2 s.
         yield Cluster(name, flags, admin, True, poll=2.0)
         return
     interop = realk8s()
@@ -170,16 +172,16 @@ async def cluster(name: str, nodes: list[str], workdir: Path) -> AsyncIterator[C
         interop.stop_control_plane(plane_dir)
 
 
-async def one_fleet(apiserver: str, size: int, steady: float, workdir: Path) -> FleetRun:
+async def one_fleet(apiserver: str, size: int, steady: float, workdir: Path, verbosity: int) -> FleetRun:
     names = [f"sim-{index}" for index in range(size)]
-    async with cluster(apiserver, names, workdir) as where:
+    async with cluster(apiserver, names, workdir) as where, contextlib.AsyncExitStack() as logs:
         start = time.monotonic()
         run = await asyncio.create_subprocess_exec(
-            *(sys.executable, "-m", "kubelet_dra", "run", "--nodes", f"sim-{{0..{size - 1}}}"),
+            *(sys.executable, "-m", "kubelet_dra", "run", "-v", str(verbosity), "--nodes", f"sim-{{0..{size - 1}}}"),
             *("--root-dir", str(workdir / "nodes"), "--reference-driver", DRIVER, "--devices", "1"),
             *where.flags,
             stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
+            stderr=logs.enter_context((workdir / "run.log").open("wb")),
         )
         helpers: list[asyncio.subprocess.Process] = []
         kube: KubeClient | None = None
@@ -191,14 +193,15 @@ async def one_fleet(apiserver: str, size: int, steady: float, workdir: Path) -> 
                 return where.admin.is_file()
 
             await until(api_up, "API server")
-            kube = KubeClient.from_kubeconfig(str(where.admin))
+            kube = KubeClient.from_kubeconfig(str(where.admin), connections=REQUESTS_AT_ONCE)
             await until(lambda: ready_with_slices(kube, size), "all nodes Ready with slices", where.poll)
             ready = time.monotonic() - start
             if where.bound:
                 controlplane = await asyncio.create_subprocess_exec(
-                    *(sys.executable, "-m", "kubelet_dra", "controlplane", "--kubeconfig", str(where.admin)),
+                    *(sys.executable, "-m", "kubelet_dra", "controlplane", "-v", str(verbosity)),
+                    *("--kubeconfig", str(where.admin)),
                     stdout=asyncio.subprocess.DEVNULL,
-                    stderr=asyncio.subprocess.DEVNULL,
+                    stderr=logs.enter_context((workdir / "controlplane.log").open("wb")),
                 )
                 helpers.append(controlplane)
             await asyncio.sleep(min(steady, 5.0))  # let the starts settle before the quiet window
@@ -262,16 +265,21 @@ async def at_once(names: list[str], action: Callable[[str], Awaitable[object]]) 
     await asyncio.gather(*(one(name) for name in names))
 
 
-async def main(apiservers: list[str], sizes: list[int], steady: float) -> list[FleetRun]:
+async def main(
+    apiservers: list[str], sizes: list[int], steady: float, *, keep: bool = False, verbosity: int = 0
+) -> list[FleetRun]:
     asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(REQUESTS_AT_ONCE, "kube-request"))
     results = []
     for apiserver in apiservers:
         for size in sizes:
             workdir = Path(tempfile.mkdtemp(prefix="kd-nodes-", dir="/tmp"))
             try:
-                results.append(await one_fleet(apiserver, size, steady, workdir))
+                results.append(await one_fleet(apiserver, size, steady, workdir, verbosity))
             finally:
-                shutil.rmtree(workdir, ignore_errors=True)
+                if keep:
+                    print(f"kept {workdir}", file=sys.stderr)
+                else:
+                    shutil.rmtree(workdir, ignore_errors=True)
     return results
 
 
@@ -354,12 +362,16 @@ if __name__ == "__main__":
     parser.add_argument(
         "--steady", type=float, default=20.0, help="seconds of the quiet window for CPU (default: %(default)s)"
     )
+    parser.add_argument("--keep", action="store_true", help="keep each work dir with its logs")
+    parser.add_argument("-v", "--verbosity", type=int, default=0, help="-v of run and the control plane's logs")
     parser.add_argument("--output", choices=("text", "json"), default="text")
     arguments = parser.parse_args()
     chosen = arguments.apiservers or ("embedded,real" if realk8s() is not None else "embedded")
     fleet_sizes = sorted({int(size) for size in arguments.nodes.split(",")})
     started_load = load()
-    fleets = asyncio.run(main(chosen.split(","), fleet_sizes, arguments.steady))
+    fleets = asyncio.run(
+        main(chosen.split(","), fleet_sizes, arguments.steady, keep=arguments.keep, verbosity=arguments.verbosity)
+    )
     if arguments.output == "json":
         write_json({"loadAtStart": started_load, "fleets": [attrs.asdict(f) for f in fleets]}, figures(fleets))
     else:

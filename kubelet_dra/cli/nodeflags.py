@@ -23,6 +23,7 @@ from kubelet_dra.peers.apiserver.server import EmbeddedAPIServer
 from kubelet_dra.peers.errors import UsageError
 from kubelet_dra.peers.kube.config import SERVICE_ACCOUNT_DIR, in_cluster_kubeconfig
 from kubelet_dra.peers.log import get_logger
+from kubelet_dra.workbench.testbed.serverprocess import ServerProcess
 
 KUBELET_LABEL_DOMAINS = ("kubelet.kubernetes.io", "node.kubernetes.io")
 KUBELET_LABELS = (
@@ -240,9 +241,9 @@ def kubelet_label(key: str) -> bool:
 
 
 @contextlib.asynccontextmanager
-async def api_server(args: argparse.Namespace) -> AsyncIterator[str]:
+async def api_server(args: argparse.Namespace, *, own_process: bool = False) -> AsyncIterator[str]:
     """The kubeconfig to use: the user's, one of the pod's service account, or one written for a freshly
-    started embedded API server."""
+    started embedded API server (``own_process``: in a child process, with a core of its own)."""
     if args.kubeconfig and args.in_cluster:
         raise UsageError("--kubeconfig and --in-cluster both name the API server", where="--in-cluster", fix="give one")
     if args.kubeconfig:
@@ -255,6 +256,10 @@ async def api_server(args: argparse.Namespace) -> AsyncIterator[str]:
             "Using the pod's service account", serviceAccount=args.in_cluster, kubeconfig=str(path)
         )
         yield str(path)
+        return
+    if own_process:
+        async with ServerProcess(Path(args.kubeconfig_out), listen=args.listen, verbosity=args.verbosity) as child:
+            yield str(child.kubeconfig)
         return
     async with EmbeddedAPIServer(listen=args.listen) as server:
         path = server.kubeconfig(Path(args.kubeconfig_out).absolute())

@@ -103,6 +103,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     nodeflags.add_arguments(parser)
     parser.add_argument(
+        "--apiserver-process",
+        action=argparse.BooleanOptionalAction,
+        help="run the embedded API server in a process of its own, with a core of its own, instead of on the"
+        " nodes' event loop (default: with --nodes)",
+    )
+    parser.add_argument(
         "--record-calls", metavar="FILE", help="append every gRPC call and stream to this JSON-lines file"
     )
     parser.add_argument(
@@ -180,6 +186,12 @@ def options(args: argparse.Namespace) -> NodeOptions:
     if args.shard is not None and args.nodes is None:
         raise UsageError(
             "--shard splits the names of --nodes", where="--shard", fix="give --nodes too, or leave --shard out"
+        )
+    if args.apiserver_process and (args.kubeconfig or args.in_cluster):
+        raise UsageError(
+            "--apiserver-process starts the embedded API server, and --kubeconfig or --in-cluster names another",
+            where="--apiserver-process",
+            fix="leave it out",
         )
     if args.nodes is not None:
         one_node = {
@@ -286,7 +298,7 @@ async def serve_one(
 ) -> None:
     stop = _stop_on_signals()
     async with (
-        nodeflags.api_server(args) as kubeconfig,
+        nodeflags.api_server(args, own_process=bool(args.apiserver_process)) as kubeconfig,
         Fleet([layout], kubeconfig=kubeconfig, options=node_options, driver=spec) as fleet,
         Recorder(fleet.nodes[0], args.record, kubeconfig=kubeconfig, registry_dir=str(layout.registry_dir))
         if args.record
@@ -307,7 +319,7 @@ async def serve_many(
     stop = _stop_on_signals()
     console = output.console()
     async with (
-        nodeflags.api_server(args) as kubeconfig,
+        nodeflags.api_server(args, own_process=args.apiserver_process is not False) as kubeconfig,
         Fleet(nodes, kubeconfig=kubeconfig, options=node_options, driver=spec) as fleet,
     ):
         tallies = not live and args.output == "text"  # JSON output is the final document alone

@@ -98,14 +98,14 @@ async def fleet(short_dir: Path) -> AsyncIterator[tuple[Fleet, KubeClient]]:
             await running.stop()
 
 
-def driver_processes(pid: int) -> list[str]:
-    """The command lines of the driver processes ``pid`` started."""
-    found = []
+def child_processes(pid: int, command: str) -> dict[int, str]:
+    """The ``kubelet-dra COMMAND`` processes ``pid`` started: pid → command line."""
+    found = {}
     for task in Path(f"/proc/{pid}/task").iterdir():
         for child in (task / "children").read_text().split():
             words = Path(f"/proc/{child}/cmdline").read_text().split("\0")
-            if "driver" in words:
-                found.append(" ".join(words))
+            if command in words:
+                found[int(child)] = " ".join(words)
     return found
 
 
@@ -113,8 +113,9 @@ async def test_each_node_prepares_its_pod_through_its_own_driver(
     fleet: tuple[Fleet, KubeClient], short_dir: Path
 ) -> None:
     running, kube = fleet
-    [command] = driver_processes(running.proc.pid)
+    [command] = child_processes(running.proc.pid, "driver").values()
     assert "--nodes sim-0,sim-1,sim-2" in command, command
+    [apiserver] = child_processes(running.proc.pid, "apiserver")  # many nodes: the API server has its own process
     sockets = {node: short_dir / "nodes" / node / "plugins" / "gpu" / CONTROL_SOCKET for node in NODES}
     knobs = await control.request(sockets["sim-1"], {"op": "set", "knobs": {"notify-error": "boom"}})
     assert knobs["knobs"] == {"notify-error": "boom"}
@@ -163,6 +164,7 @@ async def test_each_node_prepares_its_pod_through_its_own_driver(
         assert not list((short_dir / "nodes" / node / "cdi").glob(CLAIM_SPECS)), f"{node} left a CDI spec behind"
 
     assert await running.stop() == 0
+    assert not Path(f"/proc/{apiserver}").exists(), "the API server process outlived run"
     assert not any("Traceback" in line for line in running.err), running.err
     table = "\n".join(running.out)
     for node in NODES:
@@ -182,6 +184,7 @@ async def test_each_node_prepares_its_pod_through_its_own_driver(
         (("--nodes", "a,b", "--reference-driver", "g.example.com", "--devices", "-1"), "cannot have -1 devices"),
         (("--nodes", "a,b", "--shard", "2/2"), "--shard: shard 2 of 2 does not exist"),
         (("--node-name", "a", "--shard", "0/2"), "--shard splits the names of --nodes"),
+        (("--nodes", "a,b", "--kubeconfig", "k", "--apiserver-process"), "--apiserver-process starts the embedded"),
     ],
 )
 async def test_bad_node_flags_are_usage_errors(flags: tuple[str, ...], message: str) -> None:
@@ -220,6 +223,7 @@ async def test_the_final_table_is_json_with_output_json(
     proc = await asyncio.create_subprocess_exec(
         *(sys.executable, "-m", "kubelet_dra", "--output", "json", "run", *flags),
         *("--root-dir", str(short_dir / "nodes"), "--kubeconfig-out", str(short_dir / "kubeconfig")),
+        "--no-apiserver-process",  # the table is what this checks: the server inside saves a process start
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )

@@ -27,7 +27,8 @@ from kubelet_dra.peers.log import Logger, get_logger
 
 NODES = api_path("", "v1", "nodes")
 LEASES = api_path("coordination.k8s.io", "v1", "leases", namespace=LEASE_NAMESPACE)
-HEARTBEAT_THREADS = ThreadPoolExecutor(max_workers=128, thread_name_prefix="heartbeat")
+HEARTBEAT_THREAD_COUNT = 128
+HEARTBEAT_THREADS = ThreadPoolExecutor(max_workers=HEARTBEAT_THREAD_COUNT, thread_name_prefix="heartbeat")
 """Every node's heartbeat requests go from these threads (started as needed: one node starts one), not the
 loop's default ones: a kubelet's heartbeats have a client of their own, and a thousand nodes' pods must not delay
 their Leases. A thousand nodes renew a hundred Leases a second and each request mostly waits for the server, so the

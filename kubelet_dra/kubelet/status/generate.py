@@ -167,7 +167,9 @@ def _not_ready(names: Sequence[str]) -> dict[str, str]:
 
 def _conditions(old: Mapping[str, Any], wanted: Mapping[str, dict[str, str]], at: str) -> list[dict[str, Any]]:
     """Every condition type in the kubelet's order: ``wanted`` ones set, the others kept (PodScheduled is the
-    scheduler's); a condition keeps its transition time while its status does not change."""
+    scheduler's); a condition keeps its transition time while its status does not change. ``lastProbeTime`` is
+    null, as the kubelet's JSON has it (a zero time) and the API server stores it: without it the status never
+    equalled the pod's, and every resync of every running pod wrote it again."""
     previous = {entry.get("type"): entry for entry in old.get("conditions") or []}
     conditions = []
     for kind in CONDITION_TYPES:
@@ -178,7 +180,7 @@ def _conditions(old: Mapping[str, Any], wanted: Mapping[str, dict[str, str]], at
         if not wish:
             wish = _condition("True")
         since = before.get("lastTransitionTime", at) if before.get("status") == wish["status"] else at
-        conditions.append({"type": kind, **wish, "lastTransitionTime": since})
+        conditions.append({"type": kind, **wish, "lastProbeTime": None, "lastTransitionTime": since})
     return conditions
 
 

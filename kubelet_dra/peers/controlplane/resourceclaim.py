@@ -20,6 +20,7 @@ from kubelet_dra.peers.controlplane.cluster import (
     pods_path,
     recorded_pod_claims,
 )
+from kubelet_dra.peers.controlplane.informer import Informer, WriteThrough
 from kubelet_dra.peers.controlplane.names import POD_CLAIM_NAME_ANNOTATION, claim_generate_name
 from kubelet_dra.peers.kube.client import KubeApiError, KubeClient, api_path
 from kubelet_dra.peers.log import get_logger
@@ -28,8 +29,9 @@ log = get_logger("claim-controller")
 
 
 class ClaimController:
-    def __init__(self, kube: KubeClient) -> None:
-        self._kube = kube
+    def __init__(self, kube: KubeClient, informer: Informer | None = None) -> None:
+        """``informer``: where the answers of this controller's writes go, for the steps and passes after."""
+        self._kube: KubeClient | WriteThrough = WriteThrough(kube, informer) if informer else kube
 
     async def sync_pod(self, pod: dict[str, Any], snapshot: Snapshot) -> None:
         """Create the pod's missing template claims and record them in its status (one write for all)."""
@@ -44,10 +46,11 @@ class ClaimController:
                 continue
             claim = self._existing(pod, entry["name"], snapshot) or await self._create(pod, entry["name"], template)
             statuses.append({"name": entry["name"], "resourceClaimName": claim["metadata"]["name"]})
-        if statuses:
-            status = pod.setdefault("status", {})
-            status["resourceClaimStatuses"] = [*(status.get("resourceClaimStatuses") or []), *statuses]
-            await self._kube.request("PUT", pods_path(meta["namespace"], meta["name"]) + "/status", body=pod)
+        if statuses:  # a changed copy: the pod read is the informer's
+            status = pod.get("status") or {}
+            recording = {**status, "resourceClaimStatuses": [*(status.get("resourceClaimStatuses") or []), *statuses]}
+            body = {**pod, "status": recording}
+            await self._kube.request("PUT", pods_path(meta["namespace"], meta["name"]) + "/status", body=body)
             log.info("Recorded generated claims", pod=f"{meta['namespace']}/{meta['name']}", claims=statuses)
 
     def _existing(self, pod: dict[str, Any], pod_claim: str, snapshot: Snapshot) -> dict[str, Any] | None:
@@ -117,12 +120,13 @@ class ClaimController:
         release = status.get("allocation") is not None and not live
         if len(live) == len(reserved) and not release:
             return
-        claim["status"] = {**status, "reservedFor": live}
+        kept = {**status, "reservedFor": live}  # a changed copy: the claim read is the informer's
         if not live:
-            claim["status"].pop("reservedFor")
+            kept.pop("reservedFor")
         if release:
-            claim["status"].pop("allocation", None)
-        await self._kube.request("PUT", claims_path(meta["namespace"], meta["name"]) + "/status", body=claim)
+            kept.pop("allocation", None)
+        body = {**claim, "status": kept}
+        await self._kube.request("PUT", claims_path(meta["namespace"], meta["name"]) + "/status", body=body)
         log.info(
             "Updated claim reservations",
             claim=f"{meta['namespace']}/{meta['name']}",

@@ -30,6 +30,7 @@ from kubelet_dra.peers.controlplane.cluster import (
     pod_reference,
     pods_path,
 )
+from kubelet_dra.peers.controlplane.informer import Informer, WriteThrough
 from kubelet_dra.peers.controlplane.sharing import Usage
 from kubelet_dra.peers.kube.client import KubeClient
 from kubelet_dra.peers.kube.events import PodEventReporter
@@ -44,8 +45,9 @@ CLAIMS_RESERVED = "kubelet-dra.dev/claims-reserved"
 
 
 class Scheduler:
-    def __init__(self, kube: KubeClient) -> None:
-        self._kube = kube
+    def __init__(self, kube: KubeClient, informer: Informer | None = None) -> None:
+        """``informer``: where the answers of this scheduler's writes go (the devices it gave are in use at once)."""
+        self._kube: KubeClient | WriteThrough = WriteThrough(kube, informer) if informer else kube
         self._events = PodEventReporter(kube, {"component": COMPONENT})
 
     async def sync(self, snapshot: Snapshot) -> bool:
@@ -102,11 +104,8 @@ class Scheduler:
             elif not _serves(allocation, node):
                 await self._report(pod, f"ResourceClaim {name} is allocated to another node")
                 return None
-            claim["status"] = {
-                **status,
-                "allocation": allocation,
-                "reservedFor": [*(status.get("reservedFor") or []), pod_reference(pod)],
-            }
+            reserved = [*(status.get("reservedFor") or []), pod_reference(pod)]
+            claim = {**claim, "status": {**status, "allocation": allocation, "reservedFor": reserved}}  # a copy
             if newly:
                 taken.add(claim)
                 allocated.append(claim)
@@ -143,7 +142,7 @@ async def for_each_plan(
     return await for_each(pods, lambda pod: commit(pod, by_uid[pod["metadata"]["uid"]]), concurrency=CONCURRENT_WRITES)
 
 
-async def mark_claims_reserved(kube: KubeClient, namespace: str, name: str) -> None:
+async def mark_claims_reserved(kube: KubeClient | WriteThrough, namespace: str, name: str) -> None:
     """Annotate the pod whose claims are now all reserved: the change a cluster's binding would be, so that any
     kubelet (which retries a failed prepare only at its pod resync or on a change of the pod) syncs it at once."""
     body = {"metadata": {"annotations": {CLAIMS_RESERVED: "true"}}}

@@ -102,7 +102,14 @@ def status_error(status: dict[str, Any], code: int, where: str) -> KubeApiError:
 class KubeClient:
     """Async JSON requests and watches against one API server."""
 
-    def __init__(self, configuration: Configuration, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self, configuration: Configuration, *, timeout: float = DEFAULT_TIMEOUT, connections: int | None = None
+    ) -> None:
+        """``connections``: how many requests go out at once from this client's callers (their threads); the
+        connections kept open for reuse. A request beyond the pool's size (the library's default: five per CPU)
+        opens a connection, and a TLS handshake on both sides, and drops it afterwards."""
+        if connections is not None:
+            configuration.connection_pool_maxsize = connections
         self._api = ApiClient(configuration)
         self._api.user_agent = keepalive.USER_AGENT
         self._timeout = timeout
@@ -111,9 +118,11 @@ class KubeClient:
         )
 
     @classmethod
-    def from_kubeconfig(cls, kubeconfig: str | None = None, *, timeout: float = DEFAULT_TIMEOUT) -> KubeClient:
+    def from_kubeconfig(
+        cls, kubeconfig: str | None = None, *, timeout: float = DEFAULT_TIMEOUT, connections: int | None = None
+    ) -> KubeClient:
         """A client for the server ``kubeconfig`` names (default: in-cluster, then kubectl's default file)."""
-        return cls(load_configuration(kubeconfig), timeout=timeout)
+        return cls(load_configuration(kubeconfig), timeout=timeout, connections=connections)
 
     @property
     def host(self) -> str:

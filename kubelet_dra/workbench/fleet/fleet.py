@@ -21,6 +21,7 @@ import attrs
 
 from kubelet_dra.kubelet.kubelet import Node, NodeOptions
 from kubelet_dra.kubelet.metrics.metrics import ANY_DRIVER
+from kubelet_dra.kubelet.nodestatus.heartbeat import HEARTBEAT_THREAD_COUNT
 from kubelet_dra.peers.kube.client import KubeClient
 from kubelet_dra.peers.log import get_logger
 from kubelet_dra.workbench.testbed import REFERENCE_DRIVER, DriverProcess, DriverSpec, placeholder_values
@@ -133,7 +134,11 @@ class Fleet:
             threads = min(REQUEST_THREADS, 4 * len(self.layouts))
             asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(threads, "kube-request"))
         if not self.per_node_identity:  # one client for all: a client per node would cost memory for nothing
-            self._kube = KubeClient.from_kubeconfig(self.kubeconfig)
+            # As many kept connections as threads send on it: with the library's ten, a thousand nodes' requests
+            # opened (and TLS-handshook) a connection each, on the API server's loop too.
+            self._kube = KubeClient.from_kubeconfig(
+                self.kubeconfig, connections=REQUEST_THREADS + HEARTBEAT_THREAD_COUNT
+            )
         shared = self.driver is not None and self._shares_driver_processes(self.driver)
         # A group of nodes at a time, then its driver: a driver publishes ResourceSlices owned by its Node, which
         # must exist by then, and the next group's nodes start while this group's driver process comes up.
