@@ -37,3 +37,21 @@ def test_the_driver_command_does_not_import_the_api_server_or_the_node():
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("probe", "absent"),
+    [
+        # the driver's control commands (fault, health, status) and its --help: no API client, no rich
+        ("from kubelet_dra.cli import load_commands; load_commands(['driver'])", ("kubernetes", "rich")),
+        # the driver placeholders and the object helpers, without the node, the API server and the control plane
+        (
+            "from kubelet_dra.workbench.testbed import PLACEHOLDERS, manifests",
+            ("kubelet_dra.workbench.testbed.bed", "kubelet_dra.peers.apiserver.server", "kubelet_dra.kubelet.kubelet"),
+        ),
+    ],
+)
+def test_what_a_process_does_not_use_it_does_not_import(probe: str, absent: tuple[str, ...]):
+    code = f"import sys; {probe}; print(sorted(m for m in {absent!r} if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
