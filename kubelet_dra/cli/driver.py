@@ -338,7 +338,6 @@ def run(args: argparse.Namespace) -> int:
 
 COMMAND = Command(
     name="driver",
-    help="run the bundled reference DRA driver (a real kubelet plugin with fault knobs)",
     add_arguments=add_arguments,
     run=run,
     description="Run the bundled reference DRA driver, a real kubelet plugin, or steer a running one."
