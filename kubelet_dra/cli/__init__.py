@@ -18,22 +18,24 @@ from kubelet_dra.kubelet.release import DEFAULT_RELEASE, RELEASES
 from kubelet_dra.peers import log
 from kubelet_dra.peers.errors import KubeletDRAError
 
-SUBCOMMANDS: tuple[str, ...] = (
-    "demo",
-    "services",
-    "apiserver",
-    "driver",
-    "run",
-    "debug",
-    "tap",
-    "calls",
-    "explain",
-    "call",
-    "checkpoint",
-    "controlplane",
-    "replay",
-    "conformance",
-)
+SUBCOMMANDS: dict[str, str] = {
+    "demo": "run the whole DRA flow on one machine: API server, driver, node, control plane, one pod",
+    "services": "list the gRPC services and method paths the kubelet uses with DRA drivers",
+    "apiserver": "run the embedded Kubernetes API server for kubectl, real DRA drivers and the real kubelet",
+    "driver": "run the bundled reference DRA driver (a real kubelet plugin with fault knobs)",
+    "run": "run one simulated node: register DRA drivers from a registry dir, like the kubelet",
+    "debug": "live registration debugger: sockets, handshakes, connections, calls, and each problem with its fix",
+    "tap": "record every call a kubelet makes to its drivers, by standing between them (a recording proxy)",
+    "calls": "compare two --record-calls recordings (a tap of the real kubelet, a kubelet-dra run), normalized",
+    "explain": "explain kubelet DRA log lines and pod events: what each means, its likely causes and the fix",
+    "call": "make one kubelet gRPC call to a driver by hand (GetInfo, notify, prepare, unprepare, health watch)",
+    "checkpoint": "show or verify a kubelet's DRA claim checkpoint file (dra_manager_state)",
+    "controlplane": "create claims from templates, allocate devices and reserve claims for pods, like a cluster would",
+    "replay": "replay scenario files (kubelet restarts, plugin restarts, wipes…) against real drivers",
+    "conformance": "certify a DRA driver at the socket level with named checks (like csi-sanity, and beyond)",
+}
+"""Each subcommand → its one-line help, in the order ``--help`` lists them. Kept here rather than in each
+module's ``COMMAND``: the listing then imports no command's module (importing all of them took seconds)."""
 
 TRACEBACK_VERBOSITY = 5
 
@@ -53,17 +55,14 @@ def chosen_command(argv: Sequence[str]) -> str | None:
 
 
 def load_commands(argv: Sequence[str] = ()) -> list[Command]:
-    """The subcommand ``argv`` names alone, else all of them (for help and for the error listing them).
-
-    Importing one subcommand's module instead of all keeps a driver process or a short command
-    from paying for the API server, the node and the suites at every start.
-    """
+    """The subcommand ``argv`` names, alone; none for help and for the error listing them (``SUBCOMMANDS`` says
+    enough). A driver process or a short command does not pay for the API server, the node and the suites."""
     chosen = chosen_command(argv)
-    names = (chosen,) if chosen in SUBCOMMANDS else SUBCOMMANDS
-    return [importlib.import_module(f"kubelet_dra.cli.{name}").COMMAND for name in names]
+    return [importlib.import_module(f"kubelet_dra.cli.{chosen}").COMMAND] if chosen in SUBCOMMANDS else []
 
 
 def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
+    """Every subcommand with its help; the flags of those in ``commands`` (the one being run)."""
     parser = argparse.ArgumentParser(
         prog="kubelet-dra",
         description="The kubelet's side of Kubernetes Dynamic Resource Allocation, against real DRA drivers.",
@@ -76,11 +75,14 @@ def build_parser(commands: Sequence[Command]) -> argparse.ArgumentParser:
     )
     add_global_flags(parser, defaults=True)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in commands:
-        sub = subparsers.add_parser(command.name, help=command.help, description=command.description or command.help)
+    loaded = {command.name: command for command in commands}
+    for name, help_text in SUBCOMMANDS.items():
+        command = loaded.get(name)
+        sub = subparsers.add_parser(name, help=help_text, description=(command and command.description) or help_text)
         add_global_flags(sub, defaults=False)
-        command.add_arguments(sub)
-        sub.set_defaults(run=command.run)
+        if command is not None:
+            command.add_arguments(sub)
+            sub.set_defaults(run=command.run)
     return parser
 
 

@@ -136,7 +136,6 @@ def announce(args: argparse.Namespace, url: str, admin_path: Path, node_paths: d
 
 COMMAND = Command(
     name="apiserver",
-    help="run the embedded Kubernetes API server for kubectl, real DRA drivers and the real kubelet",
     description=(
         "Serve a Kubernetes API (core/v1 and resource.k8s.io v1, v1beta2, v1beta1, and the Leases, CSINodes,"
         " CSIDrivers and RuntimeClasses a kubelet uses) over HTTPS on loopback, write a kubeconfig for it, and"

@@ -224,7 +224,6 @@ def _ignore(_: dict[str, Any]) -> None:
 
 COMMAND = Command(
     name="call",
-    help="make one kubelet gRPC call to a driver by hand (GetInfo, notify, prepare, unprepare, health watch)",
     description=(
         "Call a DRA driver's socket as the kubelet does, one call: the kubelet's deadlines, its service"
         " negotiation (through the registration socket's GetInfo) and a request ID. Prints the timing, the raw"

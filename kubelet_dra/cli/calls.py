@@ -44,7 +44,6 @@ def run(args: argparse.Namespace) -> int:
 
 COMMAND = Command(
     name="calls",
-    help="compare two --record-calls recordings (a tap of the real kubelet, a kubelet-dra run), normalized",
     description=(
         "calls diff A.jsonl B.jsonl: the calls of two recordings in the order they started, with UIDs,"
         " generated claim names, pools, paths, request IDs and times replaced by numbered placeholders and"

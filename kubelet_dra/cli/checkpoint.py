@@ -130,7 +130,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 COMMAND = Command(
     name="checkpoint",
-    help="show or verify a kubelet's DRA claim checkpoint file (dra_manager_state)",
     description=(
         "Read the DRA manager checkpoint a kubelet (or kubelet-dra) keeps in its root dir: `show` lists the"
         " prepared claims and their devices, `verify` checks it the way a kubelet does when it starts."

@@ -11,14 +11,13 @@ import attrs
 
 @attrs.frozen
 class Command:
-    """One ``kubelet-dra <name>`` subcommand.
+    """One ``kubelet-dra <name>`` subcommand (its one-line help is in ``kubelet_dra.cli.SUBCOMMANDS``).
 
     ``run`` receives the parsed flags (global ones included: ``verbosity``, ``output``) and
     returns the process exit code. It raises ``KubeletDRAError`` for anything the user can fix.
     """
 
     name: str
-    help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace], int]
     description: str = ""

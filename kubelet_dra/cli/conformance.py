@@ -252,7 +252,6 @@ def _list(checks: list[Check], *, json_output: bool) -> None:
 
 COMMAND = Command(
     name="conformance",
-    help="certify a DRA driver at the socket level with named checks (like csi-sanity, and beyond)",
     description=(
         "Start the driver (--driver-cmd) or attach to a running one (--registry-dir + --kubeconfig), probe it with a"
         " simulated kubelet and run the conformance checks: registration, versions, prepare/unprepare, CDI, slices,"

@@ -42,7 +42,6 @@ async def serve(kube: KubeClient) -> None:
 
 COMMAND = Command(
     name="controlplane",
-    help="create claims from templates, allocate devices and reserve claims for pods, like a cluster would",
     description=(
         "Run the resource claim controller and a CEL device allocator against an API server: claims from"
         " templates (generated names, owner references, pod status), allocation from published ResourceSlices"

@@ -121,7 +121,6 @@ def _print_events(events: list[Event], *, enabled: bool) -> None:
 
 COMMAND = Command(
     name="debug",
-    help="live registration debugger: sockets, handshakes, connections, calls, and each problem with its fix",
     description=(
         "Watch a plugin registry dir and register every DRA driver that appears there, exactly as the"
         " kubelet would, showing live where each registration socket stands, each driver instance's gRPC"

@@ -88,7 +88,6 @@ def _wait_for_ctrl_c(demo: Demo):
 
 COMMAND = Command(
     name="demo",
-    help="run the whole DRA flow on one machine: API server, driver, node, control plane, one pod",
     description=(
         "Start the embedded API server, the simulated node, the offline control plane and the bundled reference"
         " driver; run one pod with a template claim through registration, slice publishing, allocation,"

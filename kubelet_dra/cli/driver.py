@@ -19,10 +19,9 @@ from typing import Any
 
 from kubelet_dra.cli import output
 from kubelet_dra.cli.command import Command, raise_open_files_limit
-from kubelet_dra.peers.driver import control, many
+from kubelet_dra.peers.driver import control
 from kubelet_dra.peers.driver.configfile import EXAMPLE, load_config
 from kubelet_dra.peers.driver.knobs import KNOBS, Faults, Knob, parse_assignment, parse_bool, parse_seconds
-from kubelet_dra.peers.driver.plugin import DriverPlugin
 from kubelet_dra.peers.driver.settings import (
     CONTROL_SOCKET,
     DEFAULT_CDI_ROOT,
@@ -254,6 +253,8 @@ def faults_from_args(args: argparse.Namespace) -> Faults:
 
 async def serve(settings: DriverSettings, faults: Faults) -> int:
     """Run the driver until SIGTERM/SIGINT (or a fault knob) stops it."""
+    from kubelet_dra.peers.driver.plugin import DriverPlugin  # here: fault, health and status never serve
+
     plugin = DriverPlugin(settings, faults=faults)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -313,6 +314,8 @@ ACTIONS: dict[str, Callable[[argparse.Namespace], int]] = {"fault": _fault, "hea
 
 async def serve_nodes(settings: list[DriverSettings], args: argparse.Namespace) -> int:
     """``--nodes``: every node's instance in this process until SIGTERM/SIGINT."""
+    from kubelet_dra.peers.driver import many  # here: fault, health and status never serve
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -335,7 +338,6 @@ def run(args: argparse.Namespace) -> int:
 
 COMMAND = Command(
     name="driver",
-    help="run the bundled reference DRA driver (a real kubelet plugin with fault knobs)",
     add_arguments=add_arguments,
     run=run,
     description="Run the bundled reference DRA driver, a real kubelet plugin, or steer a running one."

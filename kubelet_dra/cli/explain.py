@@ -91,7 +91,6 @@ def _table(found: list[explain.Explanation]) -> Table:
 
 COMMAND = Command(
     name="explain",
-    help="explain kubelet DRA log lines and pod events: what each means, its likely causes and the fix",
     description=(
         "Read a message (the arguments), a log file (--file) or stdin, and explain every line that holds a known"
         f" kubelet DRA message (1.36 and 1.37): its failure mode (F1-{LAST}), what it means, its likely causes, the fix"

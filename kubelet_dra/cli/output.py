@@ -7,18 +7,23 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from kubelet_dra.peers import log
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _console: list[Console] = []
 
 
 def console() -> Console:
-    """The stdout console for human-readable results (rich degrades to plain text in pipes)."""
+    """The stdout console for human-readable results (rich degrades to plain text in pipes).
+
+    rich loads here, on first use: a driver process or a usage error never prints through it."""
     if not _console:
+        from rich.console import Console
+
         _console.append(Console(highlight=False, soft_wrap=True))
     return _console[0]
 

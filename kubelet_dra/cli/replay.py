@@ -258,7 +258,6 @@ async def _replay_all(
 
 COMMAND = Command(
     name="replay",
-    help="replay scenario files (kubelet restarts, plugin restarts, wipes…) against real drivers",
     description=(
         "Load and check every scenario file, then replay each: stage the embedded API server, the simulated node and"
         " the drivers, run the steps in order and evaluate every expectation. Exit 0 only when every expectation held,"

@@ -342,7 +342,6 @@ async def serve_many(
 
 COMMAND = Command(
     name="run",
-    help="run one simulated node: register DRA drivers from a registry dir, like the kubelet",
     description=(
         "Watch a plugin registry dir and register every DRA driver socket that appears, exactly as the"
         " kubelet would (handshake, service negotiation, instances, ResourceSlice wiping, health streams),"

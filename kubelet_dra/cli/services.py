@@ -72,7 +72,6 @@ def run(args: argparse.Namespace) -> int:
 
 COMMAND = Command(
     name="services",
-    help="list the gRPC services and method paths the kubelet uses with DRA drivers",
     description=(
         "List every gRPC service kubelet-dra speaks: the identifier a driver advertises, the wire service"
         " the kubelet actually calls, its full method paths, whether it is legacy and which kubelets use it."

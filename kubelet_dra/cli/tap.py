@@ -110,7 +110,6 @@ def _print_calls(records: list[CallRecord], shown: int, *, enabled: bool) -> int
 
 COMMAND = Command(
     name="tap",
-    help="record every call a kubelet makes to its drivers, by standing between them (a recording proxy)",
     description=(
         "Stand between a kubelet and its DRA drivers: the drivers register in --driver-registry-dir, the tap"
         " mirrors each registration socket into the kubelet's registry dir, answers GetInfo with the driver's"

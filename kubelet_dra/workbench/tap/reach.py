@@ -111,5 +111,8 @@ class ServedEndpoint:
             was_ready = state == READY
             if state in DOWN:
                 self._known.set()
+            # Not asyncio.wait_for: on Python 3.11 it swallows a cancel that comes as the state changes, and this
+            # loop then outlives stop(), which waits for it for ever (the tap mirrors no driver after that).
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(upstream.channel.wait_for_state_change(state), FOLLOW_POLL)
+                async with asyncio.timeout(FOLLOW_POLL):
+                    await upstream.channel.wait_for_state_change(state)
