@@ -214,7 +214,14 @@ async def test_slices_lost_to_an_earlier_check_are_restored_for_the_next():
 
 
 async def test_a_driver_failing_only_its_first_registration_attempt_registers_within_the_grace():
-    clear_soon = "( sleep 0.3; {python} -m kubelet_dra driver fault --plugin-dir {plugin_dir} clear >/dev/null ) &"
+    # The driver serves its control socket after its registration socket, which the node dials at once: once the
+    # control socket is there, the node's first GetInfo has failed, and its retries come 0.5 s and 1.5 s later (a
+    # fixed delay from the shell's start raced the driver's own start: a clear sent before the control socket was
+    # there was lost).
+    clear_soon = (
+        "( until [ -S {plugin_dir}/control.sock ]; do sleep 0.05; done; sleep 0.2;"
+        " {python} -m kubelet_dra driver fault --plugin-dir {plugin_dir} clear >/dev/null ) &"
+    )
     command = f'sh -c \'{clear_soon} exec "$0" "$@"\' {with_fault("getinfo-error", "warming-up")}'
     target = Target(driver_cmd=command, keep=True, registration_timeout=REGISTERS_WITHIN)
     suite = await run_suite(target, selection=Selection(focus="^REG-002$"))
