@@ -89,6 +89,30 @@ async def test_recordings_of_the_same_calls_with_other_uids_names_and_times_are_
     assert line.split()[:2] == ["DRAPlugin/NodePrepareResources", "OK"] and "<uid-1>" in line and "<claim-1>" in line
 
 
+async def test_a_health_stream_opened_at_once_after_getinfo_does_not_change_the_order(tmp_path: Path) -> None:
+    """The kubelet opens the health stream as soon as GetInfo answered: on one side it falls in GetInfo's burst, on
+    the other in NotifyRegistrationStatus's; GetInfo came first on both (a tap beside the node, seen under load)."""
+
+    def handshake(start: float, watch_after: float, notify_after: float) -> list[dict[str, object]]:
+        get_info = {**call("x", start, "", ""), "method": "/pluginregistration.Registration/GetInfo"}
+        watch = {**call("x", start + watch_after, "", ""), "method": "/v1alpha1.DRAResourceHealth/NodeWatchResources"}
+        notify = {
+            **call("x", start + notify_after, "", ""),
+            "method": "/pluginregistration.Registration/NotifyRegistrationStatus",
+        }
+        return [{**record, "request": {}, "response": {}} for record in (get_info, watch, notify)]
+
+    node = write(tmp_path / "node.jsonl", *handshake(1.0, 0.03, 0.12))
+    tap = write(tmp_path / "tap.jsonl", *handshake(1.0, 0.09, 0.1))
+    code, out, err = await kubelet_dra("calls", "diff", node, tap)
+    assert (code, err) == (0, ""), out
+    assert [line.split()[0] for line in out.splitlines()[1:]] == [
+        "Registration/GetInfo",
+        "DRAResourceHealth/NodeWatchResources",
+        "Registration/NotifyRegistrationStatus",
+    ]
+
+
 async def test_a_different_call_is_shown_as_a_unified_diff_and_exits_1(tmp_path: Path) -> None:
     uid = "11111111-1111-1111-1111-111111111111"
     a = write(

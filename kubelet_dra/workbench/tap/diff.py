@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 
 from kubelet_dra.peers.errors import ConfigError
+from kubelet_dra.workbench.tap.mirror import GET_INFO
 
 CONCURRENT = 0.05
 """Seconds between the end of a burst of calls and the start of the next call under which it joins the burst."""
@@ -101,11 +102,17 @@ def _method_name(method: str) -> str:
     return f"{service.lstrip('/').rsplit('.', 1)[-1]}/{name}" if service else name
 
 
+def _burst_order(line: str) -> tuple[bool, str]:
+    return (not line.startswith(f"{_method_name(GET_INFO)} "), line)
+
+
 def call_lines(records: Iterable[dict[str, Any]], *, concurrent: float = CONCURRENT) -> list[str]:
     """One line per call in start order, normalized; repeats of the same line folded into ``(xN)``.
 
     Calls that overlap or follow each other within ``concurrent`` seconds are one burst, ordered by their text:
     which of two such calls starts first (the health stream a kubelet opens while it notifies the driver) is chance.
+    A ``GetInfo`` leads its burst: the kubelet asks it before it calls the driver at all, and the health stream it
+    opens at once after can fall in the same burst on one side and in the next on the other.
     """
     names = _Placeholders()
     bursts: list[list[str]] = []
@@ -120,7 +127,7 @@ def call_lines(records: Iterable[dict[str, Any]], *, concurrent: float = CONCURR
         bursts[-1].append(
             f"{_method_name(record['method'])} {record['status']}{details} request={request} response={response}"
         )
-    lines = [line for burst in bursts for line in sorted(burst)]
+    lines = [line for burst in bursts for line in sorted(burst, key=_burst_order)]
     folded: list[str] = []
     count = 0
     for index, line in enumerate(lines):
