@@ -70,5 +70,6 @@ class HealthBoard:
         while True:
             changed = self._changed
             yield self.report()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), timeout=interval)
+            with contextlib.suppress(TimeoutError):  # not wait_for: Python 3.11's can swallow the stream's cancel
+                async with asyncio.timeout(interval):
+                    await changed.wait()

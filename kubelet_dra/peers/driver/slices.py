@@ -107,8 +107,9 @@ class SlicePublisher:
         while self._due is None or self._due > loop.time():
             self._wake.clear()
             timeout = None if self._due is None else self._due - loop.time()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
+            with contextlib.suppress(TimeoutError):  # not wait_for: Python 3.11's can swallow the publisher's cancel
+                async with asyncio.timeout(timeout):
+                    await self._wake.wait()
         self._due = None
 
     def _selector(self, pool: str) -> str:
