@@ -63,9 +63,6 @@ BREAKERS: dict[str, Breaker] = {
     "pod-lifecycle.yaml": Breaker(
         "step 4: cdi p1 container=main ids=[k8s.gpu.example.com/device=*]", faults={"gpu": {"cdi-unqualified": "true"}}
     ),
-    "pod-joins-claim-while-last-pod-terminates.yaml": Breaker(
-        "the claim stays prepared for the new pod", mutation=("- sleep: 500ms", "- sleep: 3s")
-    ),
     "prepare-blocked-then-unblocked.yaml": Breaker(
         "pod runs once prepare is unblocked", faults={"gpu": {"prepare-delay": "5"}}
     ),
