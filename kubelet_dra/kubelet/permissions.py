@@ -3,6 +3,8 @@
 The table is the one ``deploy/`` grants (a test keeps the two equal) and ``docs/real-cluster.md``
 explains. A node identity (``system:node:<name>``) is given all of it by the Node authorizer, but only
 for its own name, so there the name is what is checked; any other identity is asked about each entry.
+``deploy/``'s admission policy narrows the grant to the fleet's own simulated nodes, which are told by
+their name and, for a Node, a label: a Node the policy refuses fails the node's registration.
 """
 
 from __future__ import annotations
@@ -12,6 +14,14 @@ from kubelet_dra.peers.kube.access import MASTERS, Permission, denied, whoami
 from kubelet_dra.peers.kube.client import KubeClient
 
 LEASE_NAMESPACE = "kube-node-lease"
+SIMULATED_NODE_PREFIX = "kubelet-dra-sim-"
+SIMULATED_LABEL = "kubelet-dra.io/simulated"
+"""deploy/15-policy.yaml lets kubelet-dra's accounts write only Nodes named ``SIMULATED_NODE_PREFIX…`` and labelled
+``SIMULATED_LABEL=true``, and the Leases, pods, slices and events of nodes so named (a test keeps it equal)."""
+REGISTER_FIX = (
+    f"run a node these credentials may register: with deploy/, name it {SIMULATED_NODE_PREFIX}* and pass"
+    f" --node-label {SIMULATED_LABEL}=true (docs/real-cluster.md)"
+)
 FIX = (
     "bind the ClusterRole kubelet-dra-node and, in kube-node-lease, the Role kubelet-dra-node-lease of"
     " deploy/10-rbac.yaml to it (docs/real-cluster.md), or use the node's own kubeconfig (system:node:<node>)"

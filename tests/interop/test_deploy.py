@@ -143,10 +143,14 @@ def admin(deployed: RealControlPlane) -> Api:
 
 
 @pytest.fixture(scope="module")
-def fleet(deployed: RealControlPlane) -> Api:
-    """The API server as the fleet's pods reach it: the token of deploy/'s service account."""
-    token = deployed.kubectl("create", "token", "kubelet-dra", "-n", NAMESPACE).stdout.strip()
-    return Api(deployed.url, token, str(deployed.ca))
+def fleet_token(deployed: RealControlPlane) -> str:
+    """What the fleet's pods authenticate with: a token of deploy/'s service account."""
+    return deployed.kubectl("create", "token", "kubelet-dra", "-n", NAMESPACE).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def fleet(deployed: RealControlPlane, fleet_token: str) -> Api:
+    return Api(deployed.url, fleet_token, str(deployed.ca))
 
 
 @pytest.fixture(scope="module")
@@ -244,3 +248,20 @@ def test_the_fleet_account_is_refused_events_from_another_node(
     code, answer = fleet("POST", EVENTS, warning_event(pod, "Test", "x", {"host": OTHER}))
     assert code == 403, answer
     assert f"ValidatingAdmissionPolicy '{POLICY}'" in answer["message"]
+
+
+async def test_a_fleet_of_nodes_the_policy_refuses_stops_at_once_saying_how_to_name_them(
+    deployed: RealControlPlane, fleet_token: str, tmp_path: Path
+) -> None:
+    kubeconfig = deployed.kubeconfig_of(fleet_token, tmp_path / "kubeconfig")
+    code, _, err = await kubelet_dra(
+        *("run", "--nodes", "gpu-{0..1}", "--root-dir", str(tmp_path / "nodes"), "--kubeconfig", str(kubeconfig)),
+        *("--node-label", f"{SIMULATED}=true"),
+        timeout=30,
+    )
+    assert code == 2, err
+    assert "the API server refuses to register Node gpu-" in err
+    assert "kubelet-dra may write only Nodes named kubelet-dra-sim-* and labelled kubelet-dra.io/simulated=true" in err
+    assert "with deploy/, name it kubelet-dra-sim-* and pass --node-label kubelet-dra.io/simulated=true" in err
+    assert "Traceback" not in err
+    assert deployed.get("node", "gpu-0") is None

@@ -22,6 +22,8 @@ from kubelet_dra.kubelet.nodestatus.setters import (
     node_manifest,
     node_status,
 )
+from kubelet_dra.kubelet.permissions import REGISTER_FIX
+from kubelet_dra.peers.errors import ConfigError
 from kubelet_dra.peers.kube.client import KubeApiError, KubeClient, api_path
 from kubelet_dra.peers.log import Logger, get_logger
 
@@ -75,14 +77,31 @@ class NodeHeartbeat:
         """Heartbeats posted, for people and tests watching the node."""
 
     async def register(self) -> None:
-        """Create the Node, or adopt the one there (a restarted kubelet, or a node object made beforehand)."""
+        """Create the Node as the node starts, or adopt the one there (a restarted kubelet, or a node object made
+        beforehand). A refusal (403) is a ``ConfigError``: what refuses this Node (an admission policy such as
+        deploy/'s, which lets the fleet register only its simulated nodes) refuses its heartbeats too, so the node
+        would never be Ready; any other failure is retried with the heartbeats."""
+        try:
+            await self._create()
+        except KubeApiError as err:
+            if err.forbidden:
+                raise ConfigError(
+                    f"the API server refuses to register Node {self._name}: {err.message}",
+                    where=self._kube.host,
+                    fix=REGISTER_FIX,
+                ) from err
+            self._retrying(err)
+
+    def _retrying(self, err: KubeApiError) -> None:
+        self._log.warning("Cannot create the Node object; retrying with the heartbeats", err=str(err))
+
+    async def _create(self) -> None:
         manifest = node_manifest(self._name, self._shape, self._version, self._clock(), self._since)
         try:
             created = await self._kube.request("POST", NODES, body=manifest)
         except KubeApiError as err:
             if not err.conflict:
-                self._log.warning("Cannot create the Node object; retrying with the heartbeats", err=str(err))
-                return
+                raise
             self._log.info("Adopted existing Node object")
             await self.beat()
             return
@@ -127,8 +146,11 @@ class NodeHeartbeat:
             self.beats += 1
             self._on_beat()
         except KubeApiError as err:
-            if err.not_found:
-                await self.register()
+            if err.not_found:  # deleted while the node runs: create it again, as a kubelet does
+                try:
+                    await self._create()
+                except KubeApiError as again:
+                    self._retrying(again)
             else:
                 self._log.warning("Cannot post the node status", err=str(err))
             return
