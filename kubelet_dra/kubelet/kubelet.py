@@ -42,14 +42,14 @@ from kubelet_dra.kubelet.cm.dra.plugin import (
 from kubelet_dra.kubelet.cm.dra.plugin.resourceslices import ResourceSliceWiper, WipeOutcome
 from kubelet_dra.kubelet.metrics.metrics import DRAMetrics, MetricsServer
 from kubelet_dra.kubelet.nodestatus import HEARTBEAT_PERIOD, NodeHeartbeat, NodeShape
-from kubelet_dra.kubelet.permissions import check_access, node_permissions
+from kubelet_dra.kubelet.permissions import check_access, node_permissions, registration_refused
 from kubelet_dra.kubelet.pluginmanager import Diagnosis, HandshakeTimeouts, PluginManager, SocketState
 from kubelet_dra.kubelet.pod_backoff import PodSyncPeriods
 from kubelet_dra.kubelet.pod_workers import PodWorkers
 from kubelet_dra.kubelet.release import DEFAULT_RELEASE, KubeletRelease
 from kubelet_dra.peers.errors import UsageError
 from kubelet_dra.peers.kube.access import Permission
-from kubelet_dra.peers.kube.client import KubeClient
+from kubelet_dra.peers.kube.client import KubeApiError, KubeClient
 from kubelet_dra.peers.log import get_logger
 
 FIRST_REGISTRATIONS_GRACE = 2.0
@@ -231,7 +231,10 @@ class Node:
             if self.kube is not None:
                 await check_access(self.kube, self.name, self._permissions())
             if self.heartbeat is not None:
-                await self.heartbeat.register()
+                try:
+                    await self.heartbeat.register()
+                except KubeApiError as err:
+                    raise registration_refused(self.name, err, self.kube.host if self.kube else "") from err
                 self._heartbeats = asyncio.create_task(self.heartbeat.run(), name="node heartbeats")
             if self.wiper is not None:
                 self.startup_wipe = asyncio.create_task(self._startup_wipe(self.wiper), name="startup wipe")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kubelet_dra.peers.errors import ConfigError
 from kubelet_dra.peers.kube.access import MASTERS, Permission, denied, whoami
-from kubelet_dra.peers.kube.client import KubeClient
+from kubelet_dra.peers.kube.client import KubeApiError, KubeClient
 
 LEASE_NAMESPACE = "kube-node-lease"
 SIMULATED_NODE_PREFIX = "kubelet-dra-sim-"
@@ -60,6 +60,11 @@ def node_permissions(
             Permission("create", "events", "record Warning events about its pods"),
         ]
     return permissions
+
+
+def registration_refused(node: str, err: KubeApiError, where: str) -> ConfigError:
+    """The node cannot start: the server refuses its Node (an admission policy such as deploy/'s)."""
+    return ConfigError(f"the API server refuses to register Node {node}: {err.message}", where=where, fix=REGISTER_FIX)
 
 
 async def check_access(kube: KubeClient, node: str, permissions: list[Permission]) -> None:

@@ -22,8 +22,6 @@ from kubelet_dra.kubelet.nodestatus.setters import (
     node_manifest,
     node_status,
 )
-from kubelet_dra.kubelet.permissions import REGISTER_FIX
-from kubelet_dra.peers.errors import ConfigError
 from kubelet_dra.peers.kube.client import KubeApiError, KubeClient, api_path
 from kubelet_dra.peers.log import Logger, get_logger
 
@@ -78,18 +76,14 @@ class NodeHeartbeat:
 
     async def register(self) -> None:
         """Create the Node as the node starts, or adopt the one there (a restarted kubelet, or a node object made
-        beforehand). A refusal (403) is a ``ConfigError``: what refuses this Node (an admission policy such as
-        deploy/'s, which lets the fleet register only its simulated nodes) refuses its heartbeats too, so the node
-        would never be Ready; any other failure is retried with the heartbeats."""
+        beforehand). A refusal (403) is raised: what refuses this Node (an admission policy such as deploy/'s, which
+        lets the fleet register only its simulated nodes) refuses its heartbeats too, so the node would never be
+        Ready; any other failure is retried with the heartbeats."""
         try:
             await self._create()
         except KubeApiError as err:
             if err.forbidden:
-                raise ConfigError(
-                    f"the API server refuses to register Node {self._name}: {err.message}",
-                    where=self._kube.host,
-                    fix=REGISTER_FIX,
-                ) from err
+                raise
             self._retrying(err)
 
     def _retrying(self, err: KubeApiError) -> None:
