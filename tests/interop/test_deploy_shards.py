@@ -126,7 +126,7 @@ def ready(node: dict[str, Any]) -> bool:
 async def test_two_shards_run_as_pods_and_their_nodes_are_ready_with_slices(
     runtime: Containerd, cluster: RealControlPlane
 ) -> None:
-    for path in ("00-namespace.yaml", "10-rbac.yaml"):
+    for path in ("00-namespace.yaml", "10-rbac.yaml", "15-policy.yaml"):
         cluster.kubectl("apply", "-f", str(DEPLOY / path))
     nodes = on_this_control_plane(list(yaml.safe_load_all((DEPLOY / "20-nodes.yaml").read_text())), cluster)
     kubelet_args = f"--container-runtime-endpoint={runtime.endpoint} --image-service-endpoint={runtime.endpoint}"

@@ -1,7 +1,8 @@
 """``kubelet-dra run`` joins a real control plane as a node, with a DRA driver behind it, under each identity
 a node can have: the admin's, its own node identity (``system:node:<name>``, where the Node authorizer and
 NodeRestriction admission decide what it may do, as for a real kubelet), and a service account bound to the
-roles of ``deploy/`` (a pod's in-cluster credentials, the driver on its own account).
+roles and under the admission policy of ``deploy/`` (a pod's in-cluster credentials, the driver on its own
+account).
 
 The real kube-scheduler places a pod whose claim comes from a template onto the simulated node and
 allocates a device the driver published; the node prepares it through the driver and reports the pod
@@ -36,7 +37,9 @@ from realk8s import (
     stop_control_plane,
 )
 
-NODE = "sim-1"
+NODE = "kubelet-dra-sim-1"
+"""Named, and labelled under the service account, as deploy/ names and labels its simulated nodes: its admission
+policy lets the accounts of deploy/ write only such nodes."""
 DRIVER = "gpu.example.com"
 GRACE_PERIOD = 50
 """kube-controller-manager 1.36's default --node-monitor-grace-period, in seconds."""
@@ -45,6 +48,7 @@ NAMESPACE = "kubelet-dra"
 UNIMPLEMENTED_HEALTH = "unknown service v1alpha1.DRAResourceHealth"
 """The Go example driver has no health service; the kubelet logs its refusal of NodeWatchResources, rightly."""
 MANIFESTS = gpu_pod_manifests(DRIVER, None)
+SIMULATED = ("--node-label", "kubelet-dra.io/simulated=true")
 
 
 @attrs.frozen
@@ -85,8 +89,8 @@ def joining(identity: str, plane: RealControlPlane, interop_bin: Path, tmp_path:
         return Joining(("--kubeconfig", str(plane.kubeconfig)), {}, example_driver)
     if identity == "node-identity":
         return Joining(("--kubeconfig", str(plane.node_kubeconfig(NODE))), {}, example_driver)
-    # deploy/'s roles, each on an account of its own, to prove each one enough by itself
-    for path in (DEPLOY / "00-namespace.yaml", DEPLOY / "10-rbac.yaml"):
+    # deploy/'s roles, each on an account of its own, to prove each one enough by itself, under deploy/'s policy
+    for path in (DEPLOY / "00-namespace.yaml", DEPLOY / "10-rbac.yaml", DEPLOY / "15-policy.yaml"):
         plane.kubectl("apply", "-f", str(path))
     node_account = plane.service_account("node-only", NAMESPACE, tmp_path / "node-account")
     driver_account = plane.service_account("driver-only", NAMESPACE, tmp_path / "driver-account")
@@ -104,7 +108,7 @@ def joining(identity: str, plane: RealControlPlane, interop_bin: Path, tmp_path:
     ]
     host, port = plane.url.removeprefix("https://").rsplit(":", 1)
     return Joining(
-        ("--in-cluster", str(node_account), "--kubeconfig-out", str(tmp_path / "node.kubeconfig")),
+        ("--in-cluster", str(node_account), "--kubeconfig-out", str(tmp_path / "node.kubeconfig"), *SIMULATED),
         {"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port},
         reference_driver,
     )
