@@ -116,15 +116,17 @@ def node(name: str, labels: dict[str, str]) -> dict[str, Any]:
     return node_manifest(name, NodeShape(labels=labels), "v1.36.2", time.time(), time.time())
 
 
-def resource_slice(name: str, node_name: str) -> dict[str, Any]:
+def resource_slice(name: str, node_name: str | None) -> dict[str, Any]:
+    """A slice of one device on ``node_name``, or on every node with ``None``."""
+    where = {"nodeName": node_name} if node_name else {"allNodes": True}
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceSlice",
         "metadata": {"name": name},
         "spec": {
             "driver": "gpu.kubelet-dra.io",
-            "nodeName": node_name,
-            "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
+            **where,
+            "pool": {"name": node_name or "everywhere", "generation": 1, "resourceSliceCount": 1},
             "devices": [{"name": "gpu-0"}],
         },
     }
@@ -161,12 +163,14 @@ def own_node(fleet: Api) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def other_node(admin: Api) -> dict[str, dict[str, Any]]:
-    """Another node's Node, Lease, bound pod and ResourceSlice, by their paths, as the admin made them."""
+    """Another node's Node, Lease, bound pod and ResourceSlice, and a pod bound to no node, by their paths, as the
+    admin made them."""
     return {
         f"{NODES}/{OTHER}": done(admin("POST", NODES, node(OTHER, {}))),
         f"{LEASES}/{OTHER}": done(admin("POST", LEASES, lease_manifest(OTHER, "", time.time()))),
         f"{PODS}/on-{OTHER}": done(admin("POST", PODS, manifests.pod(f"on-{OTHER}", OTHER))),
         f"{SLICES}/{OTHER}-gpu": done(admin("POST", SLICES, resource_slice(f"{OTHER}-gpu", OTHER))),
+        f"{PODS}/unbound": done(admin("POST", PODS, manifests.pod("unbound", ""))),
     }
 
 
@@ -210,8 +214,10 @@ REFUSED = {
         f"{PODS}/on-{OTHER}/status",
         {"status": {"phase": "Failed"}},
     ),
+    "delete a pod bound to no node": ("DELETE", f"{PODS}/unbound?gracePeriodSeconds=0", None),
     "delete a pod on another node": ("DELETE", f"{PODS}/on-{OTHER}?gracePeriodSeconds=0", None),
     "publish a slice for another node": ("POST", SLICES, resource_slice("worker-2-gpu", "worker-2")),
+    "publish a slice for every node": ("POST", SLICES, resource_slice("every-node-gpu", None)),
     "replace another node's slice": (
         "PUT",
         f"{SLICES}/{OTHER}-gpu",
@@ -237,7 +243,12 @@ def test_the_fleet_account_is_refused_on_what_is_not_its_own(
         assert code == 200, now
         assert now["metadata"]["resourceVersion"] == made["metadata"]["resourceVersion"], where
     assert done(admin("GET", f"{NODES}/{OWN}"))["metadata"]["labels"][SIMULATED] == "true"
-    for made_by_none in (f"{NODES}/worker-2", f"{LEASES}/worker-2", f"{SLICES}/worker-2-gpu"):
+    for made_by_none in (
+        f"{NODES}/worker-2",
+        f"{LEASES}/worker-2",
+        f"{SLICES}/worker-2-gpu",
+        f"{SLICES}/every-node-gpu",
+    ):
         assert admin("GET", made_by_none)[0] == 404, made_by_none
 
 
