@@ -41,6 +41,10 @@ def device_state(device: dra_v1_pb2.Device) -> DeviceState:
     )
 
 
+def _frozen_uids(uids: Iterable[str]) -> frozenset[str]:
+    return frozenset(uids)
+
+
 def _frozen_devices(state: Mapping[str, Iterable[DeviceState]]) -> Mapping[str, tuple[DeviceState, ...]]:
     return MappingProxyType({driver: tuple(devices) for driver, devices in state.items()})
 
@@ -63,7 +67,7 @@ class ClaimInfo:
     claim_uid: str
     claim_name: str
     namespace: str
-    pod_uids: frozenset[str] = attrs.field(factory=frozenset, converter=frozenset, on_setattr=_CHECKPOINTED)
+    pod_uids: frozenset[str] = attrs.field(factory=frozenset, converter=_frozen_uids, on_setattr=_CHECKPOINTED)
     """Changed through the cache (``add_pod``/``remove_pod``), which keeps its index of pods in step."""
     driver_state: Mapping[str, tuple[DeviceState, ...]] = attrs.field(
         factory=dict, converter=_frozen_devices, on_setattr=_CHECKPOINTED

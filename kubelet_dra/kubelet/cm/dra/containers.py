@@ -77,7 +77,8 @@ def cached(cache: ClaimInfoCache, namespace: str, name: str) -> ClaimInfo:
 
 def _container(pod: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     spec = pod.get("spec") or {}
-    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+    containers: list[Mapping[str, Any]] = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+    for container in containers:
         if container.get("name") == name:
             return container
     raise ClaimError(f"container {name} not found in pod {object_key(pod)}")

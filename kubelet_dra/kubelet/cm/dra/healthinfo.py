@@ -41,7 +41,7 @@ class Health(enum.StrEnum):
     UNKNOWN = "Unknown"
 
 
-_FROM_WIRE = {
+_FROM_WIRE: dict[int, Health] = {
     health_pb2.HealthStatus.HEALTHY: Health.HEALTHY,
     health_pb2.HealthStatus.UNHEALTHY: Health.UNHEALTHY,
 }

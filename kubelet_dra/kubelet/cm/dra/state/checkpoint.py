@@ -308,7 +308,7 @@ class Checkpoint:
 
     FILE_NAME = "dra_manager_state"
 
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: str | Path) -> None:
         self.path = Path(state_dir) / self.FILE_NAME
         self._temp_count = 0
 
