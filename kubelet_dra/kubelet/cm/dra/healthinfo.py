@@ -1,4 +1,6 @@
-"""Device health reported by drivers over ``NodeWatchResources``, with the kubelet's staleness rule (SPEC.md §5.11).
+"""Device health reported by drivers over ``NodeWatchResources``, with the kubelet's staleness rule.
+
+The kubelet's ``pkg/kubelet/cm/dra/healthinfo.go``; docs/protocol.md#device-health.
 
 A device's health counts only while it is fresh: once its last report is older than its timeout
 (the driver's ``health_check_timeout_seconds``, else 30 s) it reads as ``Unknown``. Drivers must

@@ -1,4 +1,4 @@
-"""One register attempt and one unregister, step by step as the kubelet does them (SPEC.md §2.4, §2.5).
+"""One register attempt and one unregister, step by step as the kubelet does them (docs/protocol.md#registration).
 
 The registration socket is dialled anew for every attempt (blocking, ≤10 s), asked ``GetInfo``
 (≤1 s), validated by the handler for the plugin's type, registered, and told the outcome with

@@ -1,4 +1,4 @@
-"""Deleting a node's ResourceSlices the way the kubelet does (SPEC.md §3.6).
+"""Deleting a node's ResourceSlices the way the kubelet does (docs/protocol.md#resourceslice-wiping).
 
 At start the kubelet deletes every slice of its node (``spec.nodeName=<node>``); when a driver
 has been unusable for the wiping delay it deletes that driver's slices (adding
