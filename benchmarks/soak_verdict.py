@@ -2,8 +2,8 @@
 
 The reference driver run at ``-v 6`` logs every request it handles and every answer it sends (one
 line each, with the request ID); that log is the record of what reached the driver, kept even when
-the driver or the node was killed -9 in the middle of a call. "Exactly once", as SPEC.md §5.1 and
-§5.4 allow it:
+the driver or the node was killed -9 in the middle of a call. "Exactly once", as docs/protocol.md#dra-manager
+allows it:
 
 - A claim's ``NodePrepareResources`` is repeated only when a crash forced it: a repeat counts as a
   **double prepare** when the driver had already answered the claim OK and no outage of the node or

@@ -18,6 +18,15 @@ from typing import Any
 KEPT_WORKDIR = re.compile(r"/tmp/kd-[A-Za-z0-9_]+(?=/)")
 
 
+def markdown_anchors(page: Path) -> set[str]:
+    """The anchors of a page: those GitHub gives its headings (lower case, spaces to dashes, punctuation
+    dropped) and those it sets itself (``<a id="...">``)."""
+    text = page.read_text()
+    headings = re.findall(r"^#+ (.+)$", text, flags=re.MULTILINE)
+    named = re.findall(r'<a id="([^"]+)"></a>', text)
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-") for heading in headings} | set(named)
+
+
 def remove_kept_workdirs(*outputs: str) -> list[str]:
     """Remove the work dirs a failed run kept and named in its output (a driver that failed at start: its log is
     there for the user); returns them, so that a test can also assert the user was told where."""

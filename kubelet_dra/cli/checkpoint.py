@@ -1,4 +1,4 @@
-"""``kubelet-dra checkpoint show|verify FILE``: read a kubelet's ``dra_manager_state`` (SPEC.md §5.9).
+"""``kubelet-dra checkpoint show|verify FILE``: read a kubelet's ``dra_manager_state`` (docs/checkpoint.md).
 
 Operators need this when a kubelet refuses to start with "checkpoint is corrupted", or to see which claims a
 node still holds prepared; driver authors use it to compare what the kubelet recorded with what they returned.

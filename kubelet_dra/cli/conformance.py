@@ -14,9 +14,9 @@ from kubelet_dra.cli.command import Command
 from kubelet_dra.kubelet.release import KubeletRelease
 from kubelet_dra.workbench.conformance import shapes
 from kubelet_dra.workbench.conformance import suitereport as report
-from kubelet_dra.workbench.conformance.checkcontext import SuiteOptions
 from kubelet_dra.workbench.conformance.checks import all_checks
 from kubelet_dra.workbench.conformance.framework import TAGS, Check
+from kubelet_dra.workbench.conformance.options import SuiteOptions
 from kubelet_dra.workbench.conformance.results import ReleaseRuns
 from kubelet_dra.workbench.conformance.suiterunner import run_releases
 from kubelet_dra.workbench.conformance.target import REGISTRATION_TIMEOUT, Selection, Target

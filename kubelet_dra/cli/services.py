@@ -1,6 +1,6 @@
 """``kubelet-dra services``: the gRPC services the kubelet speaks, advertised identifier beside wire name.
 
-Driver authors read it to avoid the commonest DRA mistake (SPEC.md §4.6): the identifier listed in
+Driver authors read it to avoid the commonest DRA mistake (docs/protocol.md#grpc-api): the identifier listed in
 ``PluginInfo.supported_versions`` is not the service name the kubelet calls on the wire.
 """
 

@@ -1,4 +1,7 @@
-"""``allocatedResourcesStatus``: the health of the devices each container's claims got (SPEC.md §5.11)."""
+"""``allocatedResourcesStatus``: the health of the devices each container's claims got.
+
+The kubelet's ``UpdateAllocatedResourcesStatus`` in ``pkg/kubelet/cm/dra/manager.go``.
+"""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
 """The kubelet release kubelet-dra emulates, and every difference between releases, decided here only.
 
 Driver authors test against the current kubelet and against the older ones their users still run;
-the DRA side of 1.36 and 1.37 differs in what drivers can observe (SPEC-1.37.md §2). Code that
-behaves differently by release asks the ``KubeletRelease`` it was given about the one behaviour it
-implements, never about a version number, so a release is one row of this table.
+the DRA side of 1.36 and 1.37 differs in what drivers can observe
+(docs/releases.md#what-137-does-differently). Code that behaves differently by release asks the
+``KubeletRelease`` it was given about the one behaviour it implements, never about a version number, so a
+release is one row of this table.
 """
 
 from __future__ import annotations
@@ -35,8 +36,9 @@ class KubeletRelease:
     optional_node_operations: bool
     """The ``DRAOptionalNodeOperations`` gate exists (alpha, off unless turned on)."""
     prepare_replaces_devices: bool
-    """A driver's prepare answer replaces its devices for the claim (SPEC-1.37.md §2.6, backported after v1.36.2);
-    v1.36.2 appends them, so a claim prepared again after a restart holds each device twice (SPEC §5.4)."""
+    """A driver's prepare answer replaces its devices for the claim (docs/releases.md, backported after v1.36.2);
+    v1.36.2 appends them, so a claim prepared again after a restart holds each device twice
+    (docs/protocol.md#dra-manager)."""
 
     @property
     def negotiates_health(self) -> bool:

@@ -3,7 +3,7 @@
 Each step returns the current duration (with jitter) and multiplies it by the factor; when the
 next duration would exceed the cap it is capped *and the remaining steps drop to zero*. With the
 kubelet's numbers (1 s, ×2, jitter 0.2, cap 300 s, 100 steps) that means 9 attempts at nominal
-0, 1, 3, 7, …, 255 s, a last wait of ≈256 s, then giving up (SPEC.md §3.6).
+0, 1, 3, 7, …, 255 s, a last wait of ≈256 s, then giving up (docs/protocol.md#resourceslice-wiping).
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The kubelet's DRA metrics (SPEC.md §5.10, SPEC-1.37.md §2.2) for one node, and the endpoint that serves them.
+"""The kubelet's DRA metrics for one node, and the endpoint that serves them.
+
+The kubelet's ``pkg/kubelet/metrics/metrics.go``; docs/run.md#metrics.
 
 Each node has its own registry, so several nodes in one process keep their numbers apart. The
 names, labels and buckets are the kubelet's, so dashboards and alerts written for a real node

@@ -1,4 +1,4 @@
-"""Why a registration failed, in plain words: SPEC.md §7's failure modes F1–F20.
+"""Why a registration failed, in plain words: the failure modes F1–F20 of docs/protocol.md#failure-modes.
 
 The kubelet's own messages are precise but cryptic (validation errors arrive behind the
 prefix "failed to send error"). Each failed attempt here yields a ``Diagnosis`` that keeps the
@@ -156,7 +156,7 @@ class Diagnosis:
     """One failed registration attempt of one socket, explained."""
 
     id: str
-    """The failure mode, ``F1`` … ``F20`` (SPEC.md §7)."""
+    """The failure mode, ``F1`` … ``F20`` (docs/protocol.md#failure-modes)."""
     socket: str
     cause: str
     """What concretely went wrong, in plain words."""

@@ -106,7 +106,9 @@ def container_id(pod: Mapping[str, Any], name: str) -> str:
     return f"kubelet-dra://{pod['metadata']['uid']}/{name}"
 
 
-def _stopped(pod: Mapping[str, Any], container: Mapping[str, Any], previous: Mapping[str, Any], at: str) -> dict:
+def _stopped(
+    pod: Mapping[str, Any], container: Mapping[str, Any], previous: Mapping[str, Any], at: str
+) -> dict[str, Any]:
     """A container of a deleted pod: exited 0 if it ran (a simulated container stops when asked), else never
     located, as the kubelet reports a container that never started when its pod terminates."""
     state = previous.get("state") or {}

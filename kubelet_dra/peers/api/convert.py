@@ -1,7 +1,7 @@
 """Conversion of DRA messages between API versions (v1 ↔ v1beta1, v1 ↔ legacy v1alpha4).
 
 The kubelet works in v1 types; for a plugin that negotiated an older service it converts the
-request down and the response back up (SPEC.md §3.4, §4.3). All these versions share one
+request down and the response back up (docs/protocol.md#grpc-api). All these versions share one
 message layout with identical field numbers, except that v1 adds ``Device.share_id`` (5), so one
 generic conversion serves every message: re-encode and parse as the target type. Fields the
 target does not know would survive that as *unknown fields* and reappear when the message is

@@ -2,7 +2,7 @@
 
 A DRA driver lists *advertised identifiers* such as ``v1.DRAPlugin`` in
 ``PluginInfo.supported_versions`` but serves a *wire service* named after its proto package,
-``k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin``. The two differ for v1 and v1beta1 (SPEC.md §4.6),
+``k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin``. The two differ for v1 and v1beta1 (docs/protocol.md#grpc-api),
 so every caller goes through this table instead of building names itself. Wire names and methods
 are read from the generated descriptors, so the table cannot drift from ``proto/``.
 """
@@ -187,7 +187,9 @@ _ADVERTISE_FIX = (
 
 
 def negotiate(supported_versions: Sequence[str], *, legacy: bool = False) -> Service:
-    """The DRA node service the kubelet uses for a plugin, chosen like ``ValidatePlugin`` (SPEC.md §3.1).
+    """The DRA node service the kubelet uses for a plugin, chosen like ``ValidatePlugin``.
+
+    docs/protocol.md#dra-plugin-manager.
 
     A 1.36 kubelet takes the first identifier *in the plugin's order* that it supports and rejects
     the plugin when there is none. ``legacy`` only adds to that: where 1.36 would reject, the ≤1.32
@@ -212,6 +214,6 @@ def negotiate(supported_versions: Sequence[str], *, legacy: bool = False) -> Ser
 
 def pick_health_service(supported_versions: Sequence[str], preference: Sequence[str]) -> Service | None:
     """The health service a 1.37 kubelet streams from: the first of its own ``preference`` (v1, then v1alpha1)
-    that the plugin advertised, else none (SPEC-1.37.md §2.1); the plugin's order does not matter here."""
+    that the plugin advertised, else none (docs/releases.md); the plugin's order does not matter here."""
     advertised = set(supported_versions)
     return next((HEALTH_SERVICES[name] for name in preference if name in advertised), None)

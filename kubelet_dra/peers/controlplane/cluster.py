@@ -106,7 +106,7 @@ def pod_node(pod: dict[str, Any]) -> str:
 
 
 def pod_claim_names(pod: dict[str, Any]) -> list[str]:
-    """Names of the claims the pod uses that exist by now (SPEC §5.2 resolution; not-yet-created ones left out)."""
+    """Names of the claims the pod uses that exist by now (docs/protocol.md#claim-names; not created yet: left out)."""
     generated = {
         entry.get("name"): entry.get("resourceClaimName")
         for entry in (pod.get("status") or {}).get("resourceClaimStatuses") or []

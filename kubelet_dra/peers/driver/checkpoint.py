@@ -1,8 +1,8 @@
 """The driver's own record of prepared claims, kept in its plugin dir across restarts.
 
-The kubelet may call unprepare for a claim a previous driver process prepared (SPEC.md §5.4), and
-device exclusivity and the per-node allocation limit must survive a restart too, so every change
-is written atomically before the call returns.
+The kubelet may call unprepare for a claim a previous driver process prepared
+(docs/protocol.md#dra-manager), and device exclusivity and the per-node allocation limit must survive a
+restart too, so every change is written atomically before the call returns.
 """
 
 from __future__ import annotations

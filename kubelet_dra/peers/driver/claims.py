@@ -2,7 +2,7 @@
 
 The kubelet sends only namespace, name and UID; like every helper-based driver, this one reads the
 claim from the API server and refuses the whole call when it is missing, unallocated or replaced,
-with the helper's exact messages (SPEC.md §6.3).
+with the helper's exact messages (docs/protocol.md#helper-defaults).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """One running driver instance: its sockets, servers, slice publisher and control channel.
 
-Start order follows the Go helper (SPEC.md §6.1): the service socket serves before the
+Start order follows the Go helper (docs/protocol.md#driver-helper): the service socket serves before the
 registration socket appears, so a kubelet that sees the registration can always connect.
 Stopping removes both sockets (the kubelet deregisters on their removal) unless the
 ``leave-sockets`` knob simulates a crash.

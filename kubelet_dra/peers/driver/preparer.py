@@ -1,6 +1,6 @@
 """NodePrepareResources / NodeUnprepareResources: the driver's actual work, version-neutral.
 
-Mirrors the Go helper's wrapper (SPEC.md §6.3): claims are read from the API server first (any
+Mirrors the Go helper's wrapper (docs/protocol.md#helper-defaults): claims are read from the API server first (any
 problem fails the whole call), then one lock serializes the preparation itself, like the helper's
 default ``Serialize(true)``. Preparing is idempotent (a repeat rewrites the same CDI spec and
 returns the same devices) and every change is checkpointed before the answer goes out.

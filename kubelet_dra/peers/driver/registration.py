@@ -1,4 +1,6 @@
-"""The registration socket: ``pluginregistration.Registration`` as the Go helper answers it (SPEC.md §6.2).
+"""The registration socket: ``pluginregistration.Registration`` as the Go helper answers it.
+
+docs/protocol.md#helper-defaults.
 
 GetInfo names the driver, its service socket and the advertised services; NotifyRegistrationStatus
 records the kubelet's verdict and, like the helper, answers a rejection with an error of its own.

@@ -1,6 +1,6 @@
 """gRPC method handlers with the Go helper's request IDs and logging.
 
-Like the helper's interceptors (SPEC.md §6.1), every unary call and every stream on both of the
+Like the helper's interceptors (docs/protocol.md#helper-defaults), every unary call and every stream on both of the
 driver's servers takes the next number of one process-wide counter as its ``requestID``; the
 request and response are logged at ``-v 6``. A handler that raises ``CallFailed`` fails the call
 with status UNKNOWN and that message, which is what a Go handler returning an error produces.

@@ -1,6 +1,6 @@
 """Everything one driver instance is told at start: names, directories, device count, config.
 
-Paths follow the Go helper's defaults (SPEC.md §6.1) so the driver drops into a real node:
+Paths follow the Go helper's defaults (docs/protocol.md#helper-defaults) so the driver drops into a real node:
 ``<registry dir>/<driver>-reg.sock`` for registration and ``<plugin dir>/dra.sock`` for the
 DRA services, with ``<plugin dir>`` = ``/var/lib/kubelet/plugins/<driver>``.
 """

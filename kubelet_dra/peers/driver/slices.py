@@ -1,4 +1,6 @@
-"""Publishing this node's devices as ResourceSlices, the way the Go helper's controller does (SPEC.md §6.4).
+"""Publishing this node's devices as ResourceSlices, the way the Go helper's controller does.
+
+The helper's ``resourceslice/resourceslicecontroller.go``; docs/protocol.md#helper-defaults.
 
 One pool named after the node, split into slices of at most 128 devices; each slice has
 ``generateName`` ``<index as 5+ hex digits>-<driver>-<node>-``, a controller owner reference to

@@ -15,7 +15,7 @@ import contextlib
 import functools
 import json
 import threading
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncGenerator, Iterator, Mapping
 from concurrent.futures import Executor
 from typing import Any
 from urllib.parse import quote
@@ -165,7 +165,7 @@ class KubeClient:
             raise _error_of(status, reason, data, f"GET {path}")
         return keepalive.decode(data)
 
-    async def watch(self, path: str, query: dict[str, str] | None = None) -> AsyncIterator[WatchEvent]:
+    async def watch(self, path: str, query: dict[str, str] | None = None) -> AsyncGenerator[WatchEvent, None]:
         """Events of a watch on the collection at ``path`` until the server ends it.
 
         Use it inside ``contextlib.aclosing``: closing the generator aborts the HTTP stream, which

@@ -111,7 +111,8 @@ def _from_file(path: Path) -> Configuration:
         # other user's credentials are fixed once loaded, and the hook would only cost each request.
         configuration.refresh_api_key_hook = None
     if (token_file := _token_file(document, path)) is not None:
-        configuration.refresh_api_key_hook = _reader(token_file)
+        # the library declares the hook only by its None default
+        configuration.refresh_api_key_hook = _reader(token_file)  # type: ignore[assignment]
     return configuration
 
 

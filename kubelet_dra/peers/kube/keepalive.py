@@ -164,10 +164,11 @@ class KeepAliveReader:
         if self._fixed_headers is not None:
             return self._fixed_headers
         headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
-        # auth_settings() runs the configuration's refresh hook (a token file read again, in-cluster refresh).
-        for setting in self._configuration.auth_settings().values():
-            if setting.get("in") == "header" and setting.get("value"):
-                headers[str(setting["key"])] = str(setting["value"])
+        # auth_settings() runs the configuration's refresh hook (a token file read again, in-cluster refresh);
+        # a bearer token is the one setting the library has.
+        bearer = self._configuration.auth_settings().get("BearerToken")
+        if bearer is not None and bearer["in"] == "header" and bearer["value"]:
+            headers[bearer["key"]] = bearer["value"]
         return headers
 
 

@@ -1,6 +1,6 @@
 """``resource.k8s.io`` reads that work whichever of its API versions the server serves.
 
-Like the Go DRA helpers (SPEC.md §6.3), a read tries ``v1`` first and, on HTTP 404, the older
+Like the Go DRA helpers (docs/protocol.md#helper-defaults), a read tries ``v1`` first and, on HTTP 404, the older
 versions in turn; the version that answers is remembered, so later reads go straight to it.
 The objects come back as the server sent them; the fields DRA drivers read (allocation results,
 opaque device configuration, UIDs) have the same shape in all three versions.

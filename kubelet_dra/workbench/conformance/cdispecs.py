@@ -1,4 +1,4 @@
-"""Resolving the CDI device IDs a driver returned against the CDI spec files it wrote (SPEC.md §5.8).
+"""Resolving the CDI device IDs a driver returned against the CDI spec files it wrote (docs/protocol.md#dra-manager).
 
 The kubelet only passes ``vendor/class=name`` strings to the container runtime; the runtime then fails container
 creation if no spec file declares the device. Resolving them here catches that driver bug at prepare time and

@@ -10,18 +10,16 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import grpc
 
 from kubelet_dra.peers.controlplane.allocator import Allocation, Unsatisfiable, allocate
 from kubelet_dra.peers.controlplane.sharing import Usage
+from kubelet_dra.workbench.conformance.options import SuiteOptions
 from kubelet_dra.workbench.conformance.shapes import NotDerivable, device_requests
 from kubelet_dra.workbench.conformance.suggestion import suggest
 from kubelet_dra.workbench.testbed import Testbed, manifests, objects
-
-if TYPE_CHECKING:
-    from kubelet_dra.workbench.conformance.checkcontext import SuiteOptions
 
 CONSUMER_GROUP = "kubelet-dra.dev"
 CONSUMER_RESOURCE = "conformancechecks"

@@ -14,8 +14,8 @@ import pytest
 
 from kubelet_dra.peers.errors import DriverStartError
 from kubelet_dra.workbench.conformance import shapes
-from kubelet_dra.workbench.conformance.checkcontext import SuiteOptions
 from kubelet_dra.workbench.conformance.checks import all_checks
+from kubelet_dra.workbench.conformance.options import SuiteOptions
 from kubelet_dra.workbench.conformance.results import NOT_RUN, SuiteResult
 from kubelet_dra.workbench.conformance.suitereport import calls_text
 from kubelet_dra.workbench.conformance.suiterunner import run_suite

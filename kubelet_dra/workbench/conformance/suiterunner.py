@@ -24,13 +24,14 @@ from kubelet_dra.kubelet.pod_backoff import PodSyncPeriods
 from kubelet_dra.kubelet.release import KubeletRelease
 from kubelet_dra.peers.errors import ConfigError, DriverStartError, StateError, UsageError
 from kubelet_dra.peers.kube.client import KubeApiError
-from kubelet_dra.workbench.conformance.checkcontext import Capabilities, CheckContext, SuiteOptions, pool_devices
+from kubelet_dra.workbench.conformance.checkcontext import Capabilities, CheckContext, pool_devices
 from kubelet_dra.workbench.conformance.checks import all_checks
 from kubelet_dra.workbench.conformance.framework import (
     CHECKS,
     MUST,
     Check,
 )
+from kubelet_dra.workbench.conformance.options import SuiteOptions
 from kubelet_dra.workbench.conformance.outcomes import CheckBlocked, CheckFailed, CheckSkipped
 from kubelet_dra.workbench.conformance.probe import Probe
 from kubelet_dra.workbench.conformance.results import NOT_RUN, CheckResult, ReleaseRuns, SuiteResult, judged

@@ -2,7 +2,7 @@
 
 A ``Report`` is data (``to_json`` for scripts); ``render`` turns it into the rich view people read,
 live or once at the end. ``problems`` is the diagnosis: one line per thing a driver author or node
-engineer has to act on, each with its failure mode (SPEC.md §7) and the fix.
+engineer has to act on, each with its failure mode (docs/protocol.md#failure-modes) and the fix.
 """
 
 from __future__ import annotations

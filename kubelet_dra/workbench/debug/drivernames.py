@@ -1,4 +1,4 @@
-"""Driver names the cluster uses for this node that no registered driver answers to (SPEC.md §7 F12).
+"""Driver names the cluster uses for this node that no registered driver answers to (F12, docs/protocol.md).
 
 "DRA driver X is not registered" while the driver runs usually means two names: the one in the
 driver's ResourceSlices (and so in every allocation) and the one its GetInfo registers. The

@@ -1,4 +1,5 @@
-"""Message layouts exactly as SPEC.md §4 lists them, and every field surviving a trip through bytes."""
+"""Message layouts exactly as the kubelet's ``api.proto`` files define them, and every field surviving a trip
+through bytes."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ DRA_V1BETA1_LAYOUT = {
     "Claim": [(1, "namespace", "string"), (2, "uid", "string"), (3, "name", "string")],
 }
 
-SPEC_LAYOUTS = {
+API_LAYOUTS = {
     pluginregistration_pb2: {
         "PluginInfo": [
             (1, "type", "string"),
@@ -65,7 +66,7 @@ SPEC_LAYOUTS = {
     },
 }
 
-API_IDS = {module: module.__name__.rsplit(".", 1)[1] for module in SPEC_LAYOUTS}
+API_IDS = {module: module.__name__.rsplit(".", 1)[1] for module in API_LAYOUTS}
 SCALARS = {
     FieldDescriptor.TYPE_STRING: "string",
     FieldDescriptor.TYPE_BOOL: "bool",
@@ -78,8 +79,8 @@ def type_name(field: FieldDescriptor) -> str:
     return named.name if named else SCALARS[field.type]
 
 
-def spec_notation(field: FieldDescriptor) -> str:
-    """The field's type written the way SPEC.md's tables write it."""
+def layout_notation(field: FieldDescriptor) -> str:
+    """The field's type in the notation of ``API_LAYOUTS``: ``rep``/``opt`` before the type, ``map<K, V>``."""
     if field.message_type and field.message_type.GetOptions().map_entry:
         key, value = field.message_type.fields
         return f"map<{type_name(key)}, {type_name(value)}>"
@@ -89,13 +90,13 @@ def spec_notation(field: FieldDescriptor) -> str:
     return ("opt " if explicit else "") + type_name(field)
 
 
-@pytest.mark.parametrize("api", SPEC_LAYOUTS, ids=API_IDS.get)
-def test_message_layouts_match_the_spec(api: ModuleType):
+@pytest.mark.parametrize("api", API_LAYOUTS, ids=API_IDS.get)
+def test_message_layouts_match_the_api_proto(api: ModuleType):
     actual = {
-        name: [(field.number, field.name, spec_notation(field)) for field in message.fields]
+        name: [(field.number, field.name, layout_notation(field)) for field in message.fields]
         for name, message in api.DESCRIPTOR.message_types_by_name.items()
     }
-    assert actual == SPEC_LAYOUTS[api]
+    assert actual == API_LAYOUTS[api]
 
 
 def test_health_status_enum_matches_the_spec():
@@ -187,7 +188,7 @@ def all_fields(api: ModuleType) -> set[tuple[str, str]]:
     return {(message.name, field.name) for message in messages for field in message.fields}
 
 
-@pytest.mark.parametrize("api", SPEC_LAYOUTS, ids=API_IDS.get)
+@pytest.mark.parametrize("api", API_LAYOUTS, ids=API_IDS.get)
 def test_every_field_round_trips_through_bytes(api: ModuleType):
     samples = SAMPLES[api]
     empty = {name for name, message in api.DESCRIPTOR.message_types_by_name.items() if not message.fields}

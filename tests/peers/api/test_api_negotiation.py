@@ -1,4 +1,4 @@
-"""Service negotiation as the 1.36 kubelet does it (SPEC.md §3.1), and the ≤1.32 legacy rules."""
+"""Service negotiation as the 1.36 kubelet does it (docs/protocol.md#dra-plugin-manager), and the ≤1.32 legacy rules."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Every name that travels on the wire, checked against the strings written in SPEC.md §2.3, §3.4, §4.
+"""Every name that travels on the wire, checked against the strings of the kubelet's ``api.proto`` files
+(docs/protocol.md#grpc-api).
 
 The expected strings are typed here by hand on purpose: they are the specification, while the
 code derives them from the generated descriptors.
@@ -21,7 +22,7 @@ from kubelet_dra.peers.api.services import (
     PluginType,
 )
 
-SPEC_METHODS = {
+WIRE_METHODS = {
     REGISTRATION: [
         "/pluginregistration.Registration/GetInfo",
         "/pluginregistration.Registration/NotifyRegistrationStatus",
@@ -39,7 +40,7 @@ SPEC_METHODS = {
     DRA_V1ALPHA4: ["/v1alpha3.Node/NodePrepareResources", "/v1alpha3.Node/NodeUnprepareResources"],
 }
 
-SPEC_NAMES = [
+WIRE_NAMES = [
     # service, advertised identifier, wire service, proto package
     (REGISTRATION, "", "pluginregistration.Registration", "pluginregistration"),
     (DRA_V1, "v1.DRAPlugin", "k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin", "k8s.io.kubelet.pkg.apis.dra.v1"),
@@ -76,12 +77,12 @@ SPEC_RPCS = {
 
 @pytest.mark.parametrize("service", ALL_SERVICES, ids=lambda service: service.wire_name)
 def test_full_method_paths_match_the_spec(service: services.Service):
-    assert list(service.method_paths) == SPEC_METHODS[service]
-    for method, path in zip(service.methods, SPEC_METHODS[service], strict=True):
+    assert list(service.method_paths) == WIRE_METHODS[service]
+    for method, path in zip(service.methods, WIRE_METHODS[service], strict=True):
         assert service.method_path(method) == path
 
 
-@pytest.mark.parametrize(("service", "advertised", "wire", "package"), SPEC_NAMES, ids=lambda value: str(value))
+@pytest.mark.parametrize(("service", "advertised", "wire", "package"), WIRE_NAMES, ids=lambda value: str(value))
 def test_advertised_and_wire_names_match_the_spec(service: services.Service, advertised, wire, package):
     assert service.advertised == advertised
     assert service.wire_name == wire

@@ -1,5 +1,5 @@
 """The resource.k8s.io fields 1.37 added, accepted, validated and served at every version in JSON and protobuf:
-``skipNodeOperations`` on slices and allocation results (SPEC-1.37.md §2.2), ``nodeAllocatableResources`` on
+``skipNodeOperations`` on slices and allocation results (docs/releases.md), ``nodeAllocatableResources`` on
 devices (§2.7)."""
 
 from __future__ import annotations

@@ -165,8 +165,9 @@ def test_unknown_json_fields_are_dropped_like_kube_apiserver_does():
 
 @pytest.mark.parametrize("version", ["v1", "v1beta2", "v1beta1"])
 def test_the_137_fields_have_their_kubernetes_numbers(version: str):
-    """SPEC-1.37.md §2.2 and §2.7: skipNodeOperations 10 and 11; nodeAllocatableResources 14 (13 in v1beta1's
-    BasicDevice) where the tombstoned nodeAllocatableResourceMappings number stays unused."""
+    """1.37's fields, numbered as in Kubernetes' resource generated.proto: skipNodeOperations 10 and 11;
+    nodeAllocatableResources 14 (13 in v1beta1's BasicDevice) where the tombstoned
+    nodeAllocatableResourceMappings number stays unused."""
     api_version = f"resource.k8s.io/{version}"
     spec = mapping.message_class(api_version, "ResourceSliceSpec").DESCRIPTOR
     result = mapping.message_class(api_version, "DeviceRequestAllocationResult").DESCRIPTOR

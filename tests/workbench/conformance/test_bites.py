@@ -22,9 +22,9 @@ import pytest
 
 from kubelet_dra.kubelet.release import RELEASES, KubeletRelease
 from kubelet_dra.peers.driver.knobs import KNOBS
-from kubelet_dra.workbench.conformance.checkcontext import SuiteOptions
 from kubelet_dra.workbench.conformance.checks import all_checks
 from kubelet_dra.workbench.conformance.framework import HEALTH, MUST
+from kubelet_dra.workbench.conformance.options import SuiteOptions
 from kubelet_dra.workbench.conformance.suiterunner import run_suite
 from kubelet_dra.workbench.conformance.target import Selection, Target
 from kubelet_dra.workbench.junit import FAILED, SKIPPED, WARNING

@@ -8,9 +8,10 @@ import re
 import pytest
 
 from kubelet_dra.peers.api.services import DRA_HEALTH_V1
-from kubelet_dra.workbench.conformance.checkcontext import Capabilities, CheckContext, SuiteOptions
+from kubelet_dra.workbench.conformance.checkcontext import Capabilities, CheckContext
 from kubelet_dra.workbench.conformance.checks import all_checks
 from kubelet_dra.workbench.conformance.framework import CHECKS, HEALTH
+from kubelet_dra.workbench.conformance.options import SuiteOptions
 from kubelet_dra.workbench.conformance.outcomes import CheckFailed
 from kubelet_dra.workbench.conformance.suiterunner import run_suite
 from kubelet_dra.workbench.conformance.target import Selection, Target

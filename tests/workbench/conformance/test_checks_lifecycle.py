@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from kubelet_dra.workbench.conformance.checkcontext import SuiteOptions
 from kubelet_dra.workbench.conformance.checks import all_checks
 from kubelet_dra.workbench.conformance.framework import EMBEDDED, RESTART
+from kubelet_dra.workbench.conformance.options import SuiteOptions
 from kubelet_dra.workbench.conformance.suiterunner import run_suite
 from kubelet_dra.workbench.conformance.target import Selection, Target
 from kubelet_dra.workbench.junit import FAILED, SKIPPED

@@ -3,7 +3,7 @@ need more devices skip and say so, every other check passes."""
 
 from __future__ import annotations
 
-from kubelet_dra.workbench.conformance.checkcontext import SuiteOptions
+from kubelet_dra.workbench.conformance.options import SuiteOptions
 from kubelet_dra.workbench.conformance.suiterunner import run_suite
 from kubelet_dra.workbench.conformance.target import Selection, Target
 from kubelet_dra.workbench.junit import FAILED, SKIPPED

@@ -16,7 +16,7 @@ from rich.console import Console
 from kubelet_dra.peers.errors import ConfigError
 from kubelet_dra.workbench.conformance import shapes
 from kubelet_dra.workbench.conformance import suitereport as report
-from kubelet_dra.workbench.conformance.checkcontext import SuiteOptions
+from kubelet_dra.workbench.conformance.options import SuiteOptions
 from kubelet_dra.workbench.conformance.results import NOT_RUN, ReleaseRuns
 from kubelet_dra.workbench.conformance.suggestion import example
 from kubelet_dra.workbench.conformance.suiterunner import run_suite

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubelet_dra.workbench.conformance.checkcontext import SuiteOptions
+from kubelet_dra.workbench.conformance.options import SuiteOptions
 from kubelet_dra.workbench.conformance.suiterunner import run_suite
 from kubelet_dra.workbench.conformance.target import Selection, Target
 

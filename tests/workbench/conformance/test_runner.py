@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from kubelet_dra.peers.errors import UsageError
-from kubelet_dra.workbench.conformance.checkcontext import CheckContext, SuiteOptions
+from kubelet_dra.workbench.conformance.checkcontext import CheckContext
 from kubelet_dra.workbench.conformance.checks import all_checks
 from kubelet_dra.workbench.conformance.framework import CHECKS, MUST, RESTART, SHOULD, Citation, check
+from kubelet_dra.workbench.conformance.options import SuiteOptions
 from kubelet_dra.workbench.conformance.suiterunner import REGISTRATION_TAG, run_suite
 from kubelet_dra.workbench.conformance.target import Selection, Target
 from kubelet_dra.workbench.testbed import objects

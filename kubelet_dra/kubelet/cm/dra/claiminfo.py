@@ -2,7 +2,7 @@
 
 One entry per ResourceClaim, keyed ``<namespace>/<claimName>`` like the kubelet's cache. An entry
 remembers the pods using the claim and, per driver, the devices the driver reported (its latest
-successful answer: SPEC-1.37.md §2.6, in 1.36.x and 1.37 alike) and the node operations skipped for
+successful answer, docs/releases.md: in 1.36.x and 1.37 alike) and the node operations skipped for
 it. Whether the claim is prepared, or being unprepared, is known only in memory: after a restart
 every entry loaded from the checkpoint counts as not prepared.
 """
@@ -41,6 +41,10 @@ def device_state(device: dra_v1_pb2.Device) -> DeviceState:
     )
 
 
+def _frozen_uids(uids: Iterable[str]) -> frozenset[str]:
+    return frozenset(uids)
+
+
 def _frozen_devices(state: Mapping[str, Iterable[DeviceState]]) -> Mapping[str, tuple[DeviceState, ...]]:
     return MappingProxyType({driver: tuple(devices) for driver, devices in state.items()})
 
@@ -63,7 +67,7 @@ class ClaimInfo:
     claim_uid: str
     claim_name: str
     namespace: str
-    pod_uids: frozenset[str] = attrs.field(factory=frozenset, converter=frozenset, on_setattr=_CHECKPOINTED)
+    pod_uids: frozenset[str] = attrs.field(factory=frozenset, converter=_frozen_uids, on_setattr=_CHECKPOINTED)
     """Changed through the cache (``add_pod``/``remove_pod``), which keeps its index of pods in step."""
     driver_state: Mapping[str, tuple[DeviceState, ...]] = attrs.field(
         factory=dict, converter=_frozen_devices, on_setattr=_CHECKPOINTED
@@ -79,8 +83,8 @@ class ClaimInfo:
     """Set by the cache holding the entry: a change is what its next checkpoint write encodes."""
 
     def set_devices(self, driver: str, devices: Iterable[DeviceState], *, replace: bool) -> None:
-        """The driver's answer for the claim: it replaces what the driver said before (1.37, SPEC-1.37.md §2.6), or
-        is appended to it (v1.36.2, SPEC §5.4: a claim prepared again holds its devices twice)."""
+        """The driver's answer for the claim: it replaces what the driver said before (1.37, docs/releases.md), or
+        is appended to it (v1.36.2, docs/protocol.md#dra-manager: a claim prepared again holds its devices twice)."""
         kept = () if replace else self.driver_state.get(driver, ())
         self.driver_state = {**self.driver_state, driver: (*kept, *devices)}
 

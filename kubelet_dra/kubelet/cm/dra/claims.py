@@ -1,4 +1,4 @@
-"""Which ResourceClaims a pod uses, by name, and whether it may use them (SPEC.md §5.2).
+"""Which ResourceClaims a pod uses, by name, and whether it may use them (docs/protocol.md#claim-names).
 
 Pods and claims are the API server's JSON documents. Every error text is the kubelet's own, so a
 message seen on a pod here reads exactly like one from a real node.

@@ -1,4 +1,6 @@
-"""Which prepared devices each container of a pod gets: CDI IDs for the CRI, and the ≤1.30 annotations (SPEC.md §5.8).
+"""Which prepared devices each container of a pod gets: CDI IDs for the CRI, and the ≤1.30 annotations.
+
+The kubelet's ``GetResources`` in ``pkg/kubelet/cm/dra/manager.go``.
 
 A container names the pod's claims it uses (and a request of each, or all of them); the extended-resource
 claim the scheduler made serves the containers that request a DRA-backed extended resource, through the
@@ -48,7 +50,7 @@ def container_claims(
     cache: ClaimInfoCache, pod: Mapping[str, Any], container_name: str
 ) -> Iterator[tuple[ClaimInfo, str]]:
     """Each claim the container uses with the request it names ("" for all), from the pod spec and
-    from the extended-resource request mappings (SPEC.md §5.8)."""
+    from the extended-resource request mappings (docs/protocol.md#dra-manager)."""
     container = _container(pod, container_name)
     namespace = str((pod.get("metadata") or {}).get("namespace", ""))
     resources = container.get("resources") or {}
@@ -77,7 +79,8 @@ def cached(cache: ClaimInfoCache, namespace: str, name: str) -> ClaimInfo:
 
 def _container(pod: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     spec = pod.get("spec") or {}
-    for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+    containers: list[Mapping[str, Any]] = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+    for container in containers:
         if container.get("name") == name:
             return container
     raise ClaimError(f"container {name} not found in pod {object_key(pod)}")

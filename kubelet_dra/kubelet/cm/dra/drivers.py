@@ -1,4 +1,4 @@
-"""What the DRA manager needs of a driver (SPEC.md §5.3–§5.5): an instance per driver name, its two calls,
+"""What the DRA manager needs of a driver (``cm/dra/plugin/types.go``): an instance per driver name, its two calls,
 and how their answers are judged.
 
 Like the kubelet's ``cm/dra/plugin``: the manager sees drivers only through these protocols, so the

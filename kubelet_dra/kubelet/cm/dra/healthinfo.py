@@ -1,4 +1,6 @@
-"""Device health reported by drivers over ``NodeWatchResources``, with the kubelet's staleness rule (SPEC.md §5.11).
+"""Device health reported by drivers over ``NodeWatchResources``, with the kubelet's staleness rule.
+
+The kubelet's ``pkg/kubelet/cm/dra/healthinfo.go``; docs/protocol.md#device-health.
 
 A device's health counts only while it is fresh: once its last report is older than its timeout
 (the driver's ``health_check_timeout_seconds``, else 30 s) it reads as ``Unknown``. Drivers must
@@ -41,7 +43,7 @@ class Health(enum.StrEnum):
     UNKNOWN = "Unknown"
 
 
-_FROM_WIRE = {
+_FROM_WIRE: dict[int, Health] = {
     health_pb2.HealthStatus.HEALTHY: Health.HEALTHY,
     health_pb2.HealthStatus.UNHEALTHY: Health.UNHEALTHY,
 }

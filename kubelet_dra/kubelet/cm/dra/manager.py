@@ -1,11 +1,12 @@
 """``DRAManager``: the kubelet's DRA manager for one node — prepare and unprepare per pod, CDI IDs per container.
 
-It follows the kubelet step by step (SPEC.md §5.3–§5.8): a pod's claims are all validated
-before the claim info cache changes; the checkpoint is written before any driver call; each driver
-instance gets ONE call per pod with every claim it has to handle; any failure of any claim fails
-the whole pod, with the kubelet's error texts. Where 1.37 differs (SPEC-1.37.md §2.2–§2.5) the
-node's ``KubeletRelease`` says which way to go. The manager reaches drivers and the API server only
-through the node it is given, so it runs the same against the bundled driver and a real one. Each
+It follows the kubelet's ``pkg/kubelet/cm/dra/manager.go`` step by step (docs/protocol.md#dra-manager): a
+pod's claims are all validated before the claim info cache changes; the checkpoint is written before any
+driver call; each driver instance gets ONE call per pod with every claim it has to handle; any failure of
+any claim fails the whole pod, with the kubelet's error texts. Where 1.37 differs
+(docs/releases.md#what-137-does-differently) the node's ``KubeletRelease`` says which way to go. The manager
+reaches drivers and the API server only through the node it is given, so it runs the same against the
+bundled driver and a real one. Each
 ``PrepareResources``/``UnprepareResources`` is timed, and the prepared claims counted, in the node's metrics.
 """
 
@@ -159,7 +160,7 @@ class DRAManager:
         """While this holds, the kubelet reports no terminal phase for the pod (so its deletion waits)."""
         return self.cache.has_pod_reference(pod_uid)
 
-    # --- prepare (SPEC.md §5.3) ---
+    # --- prepare (manager.go: prepareResources) ---
 
     async def _prepare(self, pod: Mapping[str, Any], log: Logger) -> None:
         meta = pod.get("metadata") or {}
@@ -233,7 +234,7 @@ class DRAManager:
         # A driver whose preparation is skipped need not even be registered.
         return info, [self._plugin(driver) for driver in info.driver_state if not info.skips(driver, PREPARE_OPERATION)]
 
-    # --- unprepare (SPEC.md §5.5) ---
+    # --- unprepare (manager.go: unprepareResources) ---
 
     async def _unprepare(self, pod_uid: str, namespace: str, claim_names: Sequence[str], log: Logger) -> None:
         batches: dict[str, list[dra_v1_pb2.Claim]] = {}
@@ -288,7 +289,7 @@ class DRAManager:
             self._metrics.observe_operation(operation, error, time.monotonic() - started)
 
     def _count_skips(self, operation: str, drivers: Collection[str], log: Logger) -> None:
-        """One skipped call per driver that would otherwise have had one (SPEC-1.37.md §2.2)."""
+        """One skipped call per driver that would otherwise have had one (1.37's optional node operations)."""
         for driver in sorted(drivers):
             log.v(3).info("Skipping optional node operation", driver=driver, operation=f"Node{operation}")
             self._metrics.count_skip(operation, driver)

@@ -1,4 +1,4 @@
-"""Optional node operations (KEP-5945, SPEC-1.37.md §2.2): which driver calls a claim needs on this node.
+"""Optional node operations (KEP-5945, docs/releases.md): which driver calls a claim needs on this node.
 
 A driver whose devices need nothing done on the node publishes ``skipNodeOperations`` in its
 ResourceSlices; the scheduler copies the list into each allocation result. The kubelet skips a

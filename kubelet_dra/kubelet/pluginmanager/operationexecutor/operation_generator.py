@@ -1,4 +1,4 @@
-"""One register attempt and one unregister, step by step as the kubelet does them (SPEC.md §2.4, §2.5).
+"""One register attempt and one unregister, step by step as the kubelet does them (docs/protocol.md#registration).
 
 The registration socket is dialled anew for every attempt (blocking, ≤10 s), asked ``GetInfo``
 (≤1 s), validated by the handler for the plugin's type, registered, and told the outcome with
@@ -12,8 +12,8 @@ import asyncio
 import contextlib
 import errno
 import time
-from collections.abc import AsyncIterator, Mapping
-from typing import Any, NoReturn
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import NoReturn, Protocol, TypeVar
 
 import attrs
 import grpc
@@ -29,6 +29,21 @@ from kubelet_dra.peers.api.goformat import go_rpc_error
 from kubelet_dra.peers.api.services import REGISTRATION
 from kubelet_dra.peers.gotext import go_quote, go_quote_list
 from kubelet_dra.peers.log import Logger
+
+_Response = TypeVar("_Response", bound=Message)
+
+
+class RegistrationStub(Protocol):
+    """The two calls of ``pluginregistration.Registration`` the kubelet makes (grpc's generated stub is untyped)."""
+
+    def GetInfo(
+        self, request: registration_pb2.InfoRequest, *, timeout: float
+    ) -> Awaitable[registration_pb2.PluginInfo]: ...
+
+    def NotifyRegistrationStatus(
+        self, request: registration_pb2.RegistrationStatus, *, timeout: float
+    ) -> Awaitable[registration_pb2.RegistrationStatusResponse]: ...
+
 
 PREFIX = "RegisterPlugin error -- "
 
@@ -163,7 +178,7 @@ class Handshake:
         self._log.v(4).info("DeRegisterPlugin called", socket=plugin.socket_path, pluginName=plugin.name)
 
     @contextlib.asynccontextmanager
-    async def _dial(self, path: str) -> AsyncIterator[Any]:
+    async def _dial(self, path: str) -> AsyncIterator[RegistrationStub]:
         channel = grpc.aio.insecure_channel(f"unix:{path}", options=DIAL_OPTIONS)
         try:
             try:
@@ -175,11 +190,12 @@ class Handshake:
                 )
                 cause = await why_dial_failed(path)
                 raise RegistrationFailed(message, diagnose("F2", socket=path, cause=cause, message=message)) from None
-            yield REGISTRATION.stub(channel)
+            stub: RegistrationStub = REGISTRATION.stub(channel)
+            yield stub
         finally:
             await channel.close()
 
-    async def _get_info(self, stub: Any, path: str) -> registration_pb2.PluginInfo:
+    async def _get_info(self, stub: RegistrationStub, path: str) -> registration_pb2.PluginInfo:
         try:
             return await self._call(
                 stub.GetInfo, "GetInfo", registration_pb2.InfoRequest(), path, self._timeouts.get_info
@@ -192,7 +208,7 @@ class Handshake:
             }.get(err.code(), f"GetInfo failed with {err.code().name}: {err.details()}")
             raise RegistrationFailed(message, diagnose("F3", socket=path, cause=cause, message=message)) from err
 
-    async def _notify(self, stub: Any, path: str, registered: bool, error: str) -> str | None:
+    async def _notify(self, stub: RegistrationStub, path: str, registered: bool, error: str) -> str | None:
         """Send the status; the Go text of the call's gRPC error, or ``None`` when the driver accepted it."""
         status = registration_pb2.RegistrationStatus(plugin_registered=registered, error=error)
         try:
@@ -203,7 +219,9 @@ class Handshake:
             return go_rpc_error(err)
         return None
 
-    async def _call(self, rpc: Any, method: str, request: Message, path: str, timeout: float) -> Any:
+    async def _call(
+        self, rpc: Callable[..., Awaitable[_Response]], method: str, request: Message, path: str, timeout: float
+    ) -> _Response:
         """One registration RPC with a request ID, recorded like every DRA call (the driver is not known yet)."""
         request_id = next_request_id()
         self._log.v(6).info("Calling", requestID=request_id, method=method, socket=path, request=message_json(request))
@@ -211,8 +229,8 @@ class Handshake:
         response: Message | None = None
         status, details = "OK", ""
         try:
-            response = await rpc(request, timeout=timeout)
-            return response
+            answer = response = await rpc(request, timeout=timeout)
+            return answer
         except grpc.aio.AioRpcError as err:
             status, details = err.code().name, err.details() or ""
             raise
@@ -234,7 +252,7 @@ class Handshake:
                     )
                 )
 
-    async def _reject(self, stub: Any, path: str, message: str, mode_id: str, cause: str) -> NoReturn:
+    async def _reject(self, stub: RegistrationStub, path: str, message: str, mode_id: str, cause: str) -> NoReturn:
         """Tell the plugin why it is rejected; fails the attempt behind the kubelet's misleading prefix."""
         rpc_error = await self._notify(stub, path, False, message)
         attempt_error = f"{PREFIX}failed to send error at socket {path}, err: {_with_rpc_error(message, rpc_error)}"

@@ -1,6 +1,6 @@
 """The plugin watcher: inotify on the registry directory and its sub-directories → desired state.
 
-Rules are the kubelet's (SPEC.md §2.2): at start the directory tree is walked (dot-named
+Rules are the kubelet's (docs/protocol.md#registration): at start the directory tree is walked (dot-named
 directories included) and every socket in it counts as created; at run time a created or
 moved-in socket is added (never when its name starts with a dot), a created directory is
 walked, a removed path is dropped, and a socket moved *out* is ignored, so it stays registered.

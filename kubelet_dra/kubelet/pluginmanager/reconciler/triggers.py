@@ -50,9 +50,9 @@ class ChangeTrigger:
 
     async def wait(self, retry_at: float | None) -> None:
         if not self._changed.is_set():
-            waiters = [asyncio.create_task(self._changed.wait())]
-            if retry_at is not None:
-                waiters.append(asyncio.create_task(self._sleep(max(0.0, retry_at - self._clock()))))
+            waiters: list[asyncio.Future[object]] = [asyncio.ensure_future(self._changed.wait())]
+            if retry_at is not None:  # ``sleep`` may give any awaitable, not only a coroutine
+                waiters.append(asyncio.ensure_future(self._sleep(max(0.0, retry_at - self._clock()))))
             try:
                 await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
             finally:

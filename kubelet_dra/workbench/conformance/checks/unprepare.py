@@ -68,7 +68,7 @@ async def unprepare_unknown(ctx: CheckContext) -> None:
     "unpreparing a claim a second time succeeds",
     tags=TAGS,
     level=MUST,
-    why="the kubelet may unprepare twice across a restart (SPEC §5.4)",
+    why="the kubelet may unprepare twice across a restart",
     rule=rules.UNPREPARE_AGAIN,
     reference=rules.cite(rules.protocol("driver-contract", "C9"), rules.protocol("dra-manager"), rules.DRA_MANAGER_GO),
 )

@@ -38,7 +38,7 @@ class Message:
     key: str
     """Unique and stable: the anchor of the entry on the generated page."""
     mode: str
-    """The failure mode shown to the user: ``F1`` … (SPEC.md §7 numbers F1–F20; later ones follow on)."""
+    """The failure mode shown to the user: ``F1`` … (F1–F20 as docs/protocol.md#failure-modes numbers them)."""
     pattern: re.Pattern[str] = attrs.field(converter=re.compile)
     title: str
     """What happened, in one line."""

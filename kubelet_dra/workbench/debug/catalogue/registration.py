@@ -2,7 +2,8 @@
 
 The plugin manager hands each failed attempt back to its operation map, which writes it as one error line
 ("Operation for … failed. No retries permitted until … Error: RegisterPlugin error -- …"): the reason is
-the text after "Error:". Symptom and fix of F1–F20 are SPEC.md §7's, kept once in ``FAILURE_MODES``.
+the text after "Error:". F1–F20 are the failure modes of docs/protocol.md#failure-modes; their symptom
+and fix are kept once in ``FAILURE_MODES``.
 """
 
 from __future__ import annotations

@@ -78,7 +78,7 @@ def test_encoding_built_state_gives_the_kubelets_bytes():
 
 
 def test_a_skip_set_is_one_more_key_of_its_driver_only():
-    """1.37's SkipNodeOperations (SPEC-1.37.md §2.2): added where a driver skips, other bytes as the kubelet's."""
+    """1.37's SkipNodeOperations (docs/releases.md): added where a driver skips, other bytes as the kubelet's."""
     skipping = attrs.evolve(
         ONE_CLAIM,
         driver_state={**ONE_CLAIM.driver_state, "net.example.com": ()},

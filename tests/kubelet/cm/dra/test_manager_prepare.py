@@ -229,6 +229,6 @@ async def test_pods_are_prepared_concurrently_so_a_shared_claim_can_be_sent_twic
         assert second.started_at < first.started_at + first.duration, "the calls overlapped"
         [state] = env.checkpoint.load()
         assert state.pod_uids == {uid(first_pod), uid(second_pod)}
-        # Each answer replaces the driver's devices for the claim (SPEC-1.37.md §2.6): no duplicate CDI IDs.
+        # Each answer replaces the driver's devices for the claim (docs/releases.md): no duplicate CDI IDs.
         assert [device.device_name for device in state.driver_state[GPU]] == ["device-0"]
         assert len(manager.get_resources(first_pod, "main")) == len(set(manager.get_resources(first_pod, "main")))

@@ -1,4 +1,4 @@
-"""What the DRA manager does differently as a 1.36 and as a 1.37 kubelet (SPEC-1.37.md §2.3–§2.5), against
+"""What the DRA manager does differently as a 1.36 and as a 1.37 kubelet (docs/releases.md), against
 the reference driver: unprepare by the claim cache, only for pods that use the claim, and no prepare that
 joins a claim being unprepared."""
 

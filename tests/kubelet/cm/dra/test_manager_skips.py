@@ -1,4 +1,4 @@
-"""Optional node operations (DRAOptionalNodeOperations, SPEC-1.37.md §2.2) against real drivers: calls skipped
+"""Optional node operations (DRAOptionalNodeOperations, docs/releases.md) against real drivers: calls skipped
 only where every device of a driver skips them, the set kept in the checkpoint, the gate, the counters."""
 
 from __future__ import annotations

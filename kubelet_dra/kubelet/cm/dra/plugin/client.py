@@ -1,7 +1,7 @@
 """Calls to one DRA driver instance: the negotiated service, deadlines, request IDs, the call recorder.
 
 Callers work in v1 messages; a plugin that negotiated v1beta1 (or, with the legacy flag,
-v1alpha4) gets its own version on the wire and its answers come back as v1 (SPEC.md §3.4).
+v1alpha4) gets its own version on the wire and its answers come back as v1 (docs/protocol.md#grpc-api).
 Every call and stream takes the next request ID of this process, which appears in each log
 line about it and in its record. Each unary call is also timed into the node's
 ``dra_grpc_operations_duration_seconds`` (streams are not, like in the kubelet).

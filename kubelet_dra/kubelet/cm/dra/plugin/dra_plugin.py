@@ -1,9 +1,9 @@
 """One registered instance of a DRA driver: its gRPC channel, connection state and background tasks.
 
 The channel is created at registration and asked to connect at once, so an unreachable endpoint
-shows up before any call (SPEC.md §3.3). Its connectivity is followed: reaching READY makes the
-instance *connected*; leaving READY makes it disconnected and immediately asks for a reconnect,
-which keeps the connection up for as long as the instance is registered.
+shows up before any call (``DRAPluginManager.add`` in ``dra_plugin_manager.go``). Its connectivity is
+followed: reaching READY makes the instance *connected*; leaving READY makes it disconnected and
+immediately asks for a reconnect, which keeps the connection up for as long as the instance is registered.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The DRA plugin manager: the registration handler for ``DRAPlugin`` and the store of driver instances.
 
-v1.36 semantics by default (SPEC.md §3): instances per driver name keyed by endpoint, a
+v1.36 semantics by default (docs/protocol.md#dra-plugin-manager): instances per driver name keyed by endpoint, a
 duplicate endpoint rejected, calls going to the newest connected instance, ResourceSlices wiped
 once a driver has had no connected instance for the wiping delay. ``PluginMap.REPLACE`` restores
 the ≤1.32 single entry per driver name (a new registration replaces the old one, deregistration
@@ -161,7 +161,7 @@ class DRAPluginManager:
     # --- use by the node ---
 
     def get_plugin(self, driver_name: str) -> PluginInstance:
-        """The instance to call: the newest connected one, else the newest (SPEC.md §3.2)."""
+        """The instance to call: the newest connected one, else the newest (``DRAPluginManager.get`` in Go)."""
         if not driver_name:
             raise DriverNotRegistered("DRA driver name is empty")
         instances = self._store.get(driver_name)

@@ -1,4 +1,4 @@
-"""Deleting a node's ResourceSlices the way the kubelet does (SPEC.md §3.6).
+"""Deleting a node's ResourceSlices the way the kubelet does (docs/protocol.md#resourceslice-wiping).
 
 At start the kubelet deletes every slice of its node (``spec.nodeName=<node>``); when a driver
 has been unusable for the wiping delay it deletes that driver's slices (adding
@@ -89,12 +89,12 @@ class ResourceSliceWiper:
             retry=retry_if_exception_type(_Retry),
         )
         try:
-            selector, deleted = await retrying(attempt)
+            wiped: tuple[str, int] = await retrying(attempt)  # tenacity cannot say what the call returns
         except (RetryError, _Exhausted):
             log.error("Giving up deleting ResourceSlices", attempts=attempts)
             outcome = WipeOutcome(driver, field_selector(self.node_name, driver), attempts, False, 0, self.dry_run)
         else:
-            outcome = WipeOutcome(driver, selector, attempts, True, deleted, self.dry_run)
+            outcome = WipeOutcome(driver, wiped[0], attempts, True, wiped[1], self.dry_run)
         self.outcomes.append(outcome)
         return outcome
 

@@ -2,7 +2,7 @@
 
 Arming a driver that already has a timer (waiting, wiping, or done) keeps the original fire time;
 cancelling (the driver became usable) stops a timer that has not fired, while a wipe that has
-started runs to completion (SPEC.md §3.5).
+started runs to completion (docs/protocol.md#resourceslice-wiping).
 """
 
 from __future__ import annotations

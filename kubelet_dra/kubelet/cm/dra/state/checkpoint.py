@@ -1,6 +1,8 @@
-"""The claim-info checkpoint ``<root>/dra_manager_state``, byte for byte as a 1.36 kubelet writes it (SPEC.md §5.9).
+"""The claim-info checkpoint ``<root>/dra_manager_state``, byte for byte as a 1.36 kubelet writes it.
 
-1.37 adds one key per driver entry, ``SkipNodeOperations`` (SPEC-1.37.md §2.2): written only for a driver
+The kubelet's ``pkg/kubelet/cm/dra/state/checkpoint.go``; docs/checkpoint.md.
+
+1.37 adds one key per driver entry, ``SkipNodeOperations`` (docs/releases.md): written only for a driver
 that skips an operation, read whether absent, ``null`` or a list.
 
 Byte-exactness matters: a real kubelet started on the same root dir must load what we wrote, and our files must
@@ -61,7 +63,7 @@ class ClaimInfoState:
     pod_uids: frozenset[str]
     driver_state: Mapping[str, tuple[DeviceState, ...]]
     skip_node_operations: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
-    """Driver → the node operations skipped for it (1.37, SPEC-1.37.md §2.2); drivers skipping none are absent."""
+    """Driver → the node operations skipped for it (1.37, docs/releases.md); drivers skipping none are absent."""
 
 
 class CheckpointCorrupted(StateError):
@@ -308,7 +310,7 @@ class Checkpoint:
 
     FILE_NAME = "dra_manager_state"
 
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, state_dir: str | Path) -> None:
         self.path = Path(state_dir) / self.FILE_NAME
         self._temp_count = 0
 
@@ -336,7 +338,7 @@ class Checkpoint:
     def write(self, data: bytes) -> None:
         """Replace the file atomically: a crash at any point leaves either the old or the new complete file.
 
-        Exactly the kubelet's write (SPEC.md §5.9): hidden temp file in the same directory, write, fsync,
+        Exactly the kubelet's write (docs/checkpoint.md): hidden temp file in the same directory, write, fsync,
         close, rename. Like the kubelet, the directory is not fsynced: the rename reaches the disk with the
         file system's next journal commit, and until then a power loss leaves the previous complete file.
         """

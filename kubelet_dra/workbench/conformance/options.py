@@ -1,0 +1,29 @@
+"""``SuiteOptions``: the knobs of the conformance suite itself (not of the driver), read by the
+check context and by the claim-making part of it alike."""
+
+from __future__ import annotations
+
+import attrs
+
+from kubelet_dra.workbench.conformance.shapes import ClaimShapes
+
+
+@attrs.frozen
+class SuiteOptions:
+    """Knobs of the suite itself (not of the driver)."""
+
+    idempotency_count: int = 10
+    latency_warning: float = 5.0
+    """Warn when one prepare takes longer than this (the kubelet gives up after 45 s)."""
+    republish_within: float = 75.0
+    """How long a driver may take to publish its ResourceSlices again after they were wiped. Measured
+    against a real kube-apiserver, the 0.36 kubeletplugin helper re-created deleted slices after
+    25 s (a collection delete), 42 s and 54 s (single deletes): 75 s gives the same verdict every run.
+    A driver is watched twice as long before it is said never to republish."""
+    check_timeout: float = 60.0
+    device_class: str | None = None
+    """An existing DeviceClass to allocate from; default: one the suite creates for all the driver's devices."""
+    strict: bool = False
+    """A failed ``should`` check fails the run too (``--strict``), instead of being a warning."""
+    claims: ClaimShapes = attrs.Factory(ClaimShapes)
+    """The claims the driver accepts (``--claim``); checks make every claim of these shapes."""
