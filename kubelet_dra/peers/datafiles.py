@@ -19,6 +19,7 @@ PRIVATE_FILE = 0o600
 PRIVATE_DIR = 0o700
 APPEND = os.O_WRONLY | os.O_APPEND
 TEMP_ATTEMPTS = 100
+OTHER_USER = "the file belongs to another user"
 _writes = itertools.count(1)
 """Numbers temp file names within the process: cheaper than ``tempfile``'s random names for a small file."""
 
@@ -37,7 +38,7 @@ def open_private(path: str | Path, flags: int = APPEND) -> int:
     try:
         found = os.fstat(fd)
         if found.st_uid != os.geteuid():
-            raise PermissionError(errno.EPERM, "the file belongs to another user", str(path))
+            raise PermissionError(errno.EPERM, OTHER_USER, str(path))
         if stat.S_ISREG(found.st_mode) and found.st_mode & 0o077:
             os.fchmod(fd, PRIVATE_FILE)
     except BaseException:
@@ -50,8 +51,8 @@ def refusal(err: OSError) -> str:
     """Why ``open_private`` or ``replace_file`` failed, in a user's words."""
     if err.errno == errno.ELOOP:
         return "it is a symbolic link, which is not followed"
-    if err.errno == errno.EPERM and err.strerror == "the file belongs to another user":
-        return err.strerror
+    if err.strerror == OTHER_USER:
+        return OTHER_USER
     return err.strerror or str(err)
 
 
@@ -60,6 +61,21 @@ def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+def check_replaceable(path: str | Path) -> None:
+    """Raise the ``OSError`` that ``replace_file`` would meet at ``path``, while there is nothing yet to lose: its
+    directory must take a new file, and a file already there must be ours."""
+    directory = os.path.dirname(os.fspath(path)) or "."
+    os.stat(directory)
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), directory)
+    try:
+        found = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if found.st_uid != os.geteuid():
+        raise PermissionError(errno.EPERM, OTHER_USER, os.fspath(path))
 
 
 def replace_file(path: str | Path, data: bytes, *, mode: int = PRIVATE_FILE) -> None:

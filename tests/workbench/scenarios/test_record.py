@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -100,3 +102,35 @@ async def _gone(kube: KubeClient, name: str) -> bool:
 async def _stop_all(processes: list[KubeletDRAProcess]) -> None:
     for process in reversed(processes):
         await process.stop()
+
+
+async def test_a_driver_command_line_that_is_not_utf8_is_recorded_byte_for_byte(short_dir: Path):
+    """A path of the driver's own with a byte that is not UTF-8 (a Latin-1 dir name): carried as is."""
+    recorded, kubeconfig, registry = short_dir / "recorded.yaml", short_dir / "kubeconfig", short_dir / "registry"
+    registry.mkdir()
+    latin1 = Path(os.fsdecode(bytes(short_dir) + b"/kube\xe9config"))
+    processes: list[KubeletDRAProcess] = []
+    async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_callback(lambda: _stop_all(processes))
+        node = await KubeletDRAProcess.start(
+            *("run", "--node-name", NODE, "--registry-dir", str(registry), "--kubeconfig-out", str(kubeconfig)),
+            *("--state-dir", str(short_dir / "state"), "--record", str(recorded)),
+        )
+        processes.append(node)
+        await node.wait_line("Embedded API server ready")
+        assert not recorded.exists(), "nothing is written before the recording is whole"
+        latin1.write_bytes(kubeconfig.read_bytes())
+        processes.append(
+            await KubeletDRAProcess.start(
+                *("driver", "--driver-name", GPU, "--node-name", NODE, "--kubeconfig", str(latin1)),
+                *("--registry-dir", str(registry), "--plugin-dir", str(short_dir / "plugin")),
+                *("--cdi-root", str(short_dir)),
+            )
+        )
+        await node.wait_line("Registered DRA plugin")
+        assert await node.stop() == 0
+    assert not any("Traceback" in line for line in node.lines), node.lines
+    assert recorded.stat().st_mode & 0o777 == 0o600
+    (driver_entry,) = yaml.safe_load(recorded.read_text())["drivers"]
+    words = shlex.split(driver_entry["command"])
+    assert os.fsencode(words[words.index("--kubeconfig") + 1]) == bytes(latin1)
