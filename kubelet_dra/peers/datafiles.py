@@ -48,7 +48,7 @@ def open_private(path: str | Path, flags: int = APPEND) -> int:
 
 
 def refusal(err: OSError) -> str:
-    """Why ``open_private`` or ``replace_file`` failed, in a user's words."""
+    """Why ``open_private``, ``check_replaceable`` or ``replace_file`` failed, in a user's words."""
     if err.errno == errno.ELOOP:
         return "it is a symbolic link, which is not followed"
     if err.strerror == OTHER_USER:

@@ -3,9 +3,9 @@
 The file holds every object and the global resourceVersion counter, so a restarted server
 serves the same objects and keeps handing out increasing resourceVersions (clients' cached
 resourceVersions stay comparable). Each write is one fully synced transaction (WAL,
-``synchronous=FULL``): an acknowledged write survives a crash. The file holds every object of the
-cluster, so it is its owner's alone (0600, and its journal files, to which SQLite gives the database's
-mode) and never reached through a link (``datafiles``).
+``synchronous=FULL``): an acknowledged write survives a crash. Holding every object, the file is its
+owner's alone (0600, and so are its journal files: SQLite gives them the database's mode) and is never
+reached through a link (``datafiles``).
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ at once and adjust.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -59,10 +60,8 @@ def suggest(
     flag = "--claim FILE"
     if directory is not None:
         path = directory / f"claim-{driver}.yaml"
-        try:
+        with contextlib.suppress(OSError):  # then the text below is the file to write
             replace_file(path, text.encode())
             flag = f"--claim {path}"
-        except OSError:
-            pass  # the text below is the file to write
     body = "\n".join(f"    {line}" for line in text.splitlines())
     return f"if that is the driver's policy ({what}), describe the claims it accepts: {flag}\n{body}"
