@@ -116,8 +116,8 @@ async def test_a_driver_command_line_that_is_not_utf8_is_recorded_byte_for_byte(
     async with contextlib.AsyncExitStack() as stack:
         stack.push_async_callback(lambda: _stop_all(processes))
         node = await KubeletDRAProcess.start(
-            *("run", "--node-name", NODE, "--registry-dir", str(registry), "--kubeconfig-out", str(kubeconfig)),
-            *("--state-dir", str(short_dir / "state"), "--record", str(recorded)),
+            *("-v", "2", "run", "--node-name", NODE, "--registry-dir", str(registry)),
+            *("--kubeconfig-out", str(kubeconfig), "--state-dir", str(short_dir / "state"), "--record", str(recorded)),
         )
         processes.append(node)
         await node.wait_line("Embedded API server ready")
@@ -130,7 +130,7 @@ async def test_a_driver_command_line_that_is_not_utf8_is_recorded_byte_for_byte(
                 *("--cdi-root", str(short_dir)),
             )
         )
-        await node.wait_line("Registered DRA plugin")
+        await node.wait_line('msg="Connection changed".* connected=True')  # what the recorder waits for
         assert await node.stop() == 0
     assert not any("Traceback" in line for line in node.lines), node.lines
     assert recorded.stat().st_mode & 0o777 == 0o600
