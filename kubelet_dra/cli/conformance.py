@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import textwrap
+from pathlib import Path
 
 from rich.markup import escape
 
@@ -195,6 +196,7 @@ def run(args: argparse.Namespace) -> int:
         device_class=args.device_class,
         strict=args.strict,
         claims=claims,
+        outputs_dir=Path(args.junit).parent if args.junit else Path(),
     )
     text = args.output == "text"
     with output.quiet_logs(args.verbosity):

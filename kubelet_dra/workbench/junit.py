@@ -12,6 +12,7 @@ from pathlib import Path
 
 import attrs
 
+from kubelet_dra.peers.datafiles import replace_file
 from kubelet_dra.peers.errors import ConfigError
 
 PASSED = "passed"
@@ -68,10 +69,11 @@ def document(suite: str, cases: Sequence[Case]) -> bytes:
 
 
 def write(path: str | Path, suite: str, cases: Sequence[Case]) -> Path:
-    """Write the report to ``path``; a path that cannot be written is a ``ConfigError`` naming it."""
+    """Write the report to ``path`` (atomically, 0600: it carries the drivers' answers); a path that cannot be
+    written is a ``ConfigError`` naming it."""
     target = Path(path)
     try:
-        target.write_bytes(document(suite, cases))
+        replace_file(target, document(suite, cases))
     except OSError as err:
         raise ConfigError(
             f"cannot write the JUnit report: {err.strerror or err}", where=str(target), fix="choose a writable path"

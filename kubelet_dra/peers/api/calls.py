@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,9 @@ import attrs
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from kubelet_dra.peers.datafiles import open_private, refusal, write_all
 from kubelet_dra.peers.errors import ConfigError
+from kubelet_dra.peers.log import get_logger
 
 _request_ids = itertools.count(1)
 
@@ -75,26 +78,47 @@ def _as_json(value: Message | Any) -> Any:
 
 class CallRecorder:
     """Keeps the records in memory (all, or the last ``keep``: a node that runs for days must not grow without
-    bound); with ``path``, also appends every one to that JSON-lines file as it ends."""
+    bound); with ``path``, also appends every one to that JSON-lines file as it ends. The file is the
+    caller's own, 0600, never reached through a link (``datafiles``); a write that fails (a full disk) is
+    logged once and ends the file's recording, never the call recorded: the records stay in memory."""
 
     def __init__(self, path: str | Path | None = None, *, keep: int | None = None) -> None:
         self._records: deque[CallRecord] = deque(maxlen=keep)
         self.path = Path(path) if path else None
+        self._failed = False
+        """A write to ``path`` failed: the records since are kept in memory only."""
         if self.path is not None:
             try:
-                self.path.touch()
+                os.close(open_private(self.path))
             except OSError as err:
                 raise ConfigError(
-                    f"cannot write the call record file: {err.strerror}",
+                    f"cannot write the call record file: {refusal(err)}",
                     where=str(self.path),
-                    fix="pass a writable file path to --record-calls",
-                ) from err
+                    fix="pass --record-calls a writable file of your own, not a link",
+                ) from None
 
     def add(self, record: CallRecord) -> None:
         self._records.append(record)
-        if self.path is not None:
-            with self.path.open("a", encoding="utf-8") as sink:
-                sink.write(json.dumps(record.to_json(), sort_keys=True) + "\n")
+        if self.path is not None and not self._failed:
+            self._append(self.path, record)
+
+    def _append(self, path: Path, record: CallRecord) -> None:
+        line = (json.dumps(record.to_json(), sort_keys=True) + "\n").encode()
+        try:
+            fd = open_private(path)
+            try:
+                write_all(fd, line)
+            finally:
+                os.close(fd)
+        except OSError as err:
+            self._failed = True
+            get_logger("calls").error(
+                "Cannot write the call record file; the calls go on, recorded in memory only",
+                refusal(err),
+                path=str(path),
+                method=record.method,
+                requestID=record.request_id,
+            )
 
     def records(self, *, driver: str | None = None, method: str | None = None) -> list[CallRecord]:
         """The kept records in completion order; ``method`` matches the full path or just the method name. Read from
@@ -108,6 +132,9 @@ class CallRecorder:
 
     def export_jsonl(self, path: str | Path) -> None:
         """Write every kept record to ``path``, one JSON document per line."""
-        with Path(path).open("w", encoding="utf-8") as out:
-            for record in self._records:
-                out.write(json.dumps(record.to_json(), sort_keys=True) + "\n")
+        lines = "".join(json.dumps(record.to_json(), sort_keys=True) + "\n" for record in self._records)
+        fd = open_private(path, os.O_WRONLY | os.O_TRUNC)
+        try:
+            write_all(fd, lines.encode())
+        finally:
+            os.close(fd)

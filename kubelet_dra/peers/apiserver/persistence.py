@@ -3,17 +3,23 @@
 The file holds every object and the global resourceVersion counter, so a restarted server
 serves the same objects and keeps handing out increasing resourceVersions (clients' cached
 resourceVersions stay comparable). Each write is one fully synced transaction (WAL,
-``synchronous=FULL``): an acknowledged write survives a crash.
+``synchronous=FULL``): an acknowledged write survives a crash. Holding every object, the file is its
+owner's alone (0600, and so are its journal files: SQLite gives them the database's mode) and is never
+reached through a link (``datafiles``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 import attrs
+
+from kubelet_dra.peers.datafiles import open_private, private_dir, refusal
+from kubelet_dra.peers.errors import ConfigError
 
 FILE_NAME = "apiserver.sqlite3"
 _SCHEMA = (
@@ -42,8 +48,16 @@ class Persistence:
     """The SQLite file under ``data_dir`` (created if missing); ``close()`` when done."""
 
     def __init__(self, data_dir: Path) -> None:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        self.path = data_dir / FILE_NAME
+        self.path = private_dir(data_dir) / FILE_NAME
+        for path in (self.path, *(journal for journal in _journals(self.path) if journal.exists())):
+            try:
+                os.close(open_private(path, os.O_RDONLY))
+            except OSError as err:
+                raise ConfigError(
+                    f"cannot open the database: {refusal(err)}",
+                    where=str(path),
+                    fix="give --data-dir a directory of your own",
+                ) from None
         self._db = sqlite3.connect(self.path)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")
@@ -75,3 +89,8 @@ class Persistence:
 
     def close(self) -> None:
         self._db.close()
+
+
+def _journals(path: Path) -> tuple[Path, Path]:
+    """The files SQLite keeps beside a database in WAL mode."""
+    return path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")

@@ -15,11 +15,14 @@ from typing import Any
 
 import attrs
 
-from kubelet_dra.peers.driver.files import remove, write_atomic
+from kubelet_dra.peers.datafiles import replace_file
+from kubelet_dra.peers.driver.files import remove
 
 CDI_VERSION = "0.3.0"
 CDI_CLASS = "device"
 COMMON_DEVICE = "common"
+CDI_SPEC_MODE = 0o644
+"""A CDI spec is read by the container runtime, whoever it runs as."""
 
 
 @attrs.frozen
@@ -72,4 +75,4 @@ class CDISpecs:
     def _write(self, path: Path, devices: list[CDIDevice]) -> None:
         spec = {"cdiVersion": CDI_VERSION, "kind": self.kind, "devices": [device.to_spec() for device in devices]}
         self.root.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, (json.dumps(spec, indent=2) + "\n").encode())
+        replace_file(path, (json.dumps(spec, indent=2) + "\n").encode(), mode=CDI_SPEC_MODE)

@@ -13,7 +13,7 @@ from typing import Any
 
 import attrs
 
-from kubelet_dra.peers.driver.files import write_atomic
+from kubelet_dra.peers.datafiles import replace_file
 from kubelet_dra.peers.errors import StateError
 
 KIND = "DriverCheckpoint"
@@ -98,4 +98,4 @@ class Checkpoint:
 
     def save(self, claims: dict[str, PreparedClaim]) -> None:
         document = {"kind": KIND, "version": VERSION, "claims": {uid: c.to_json() for uid, c in sorted(claims.items())}}
-        write_atomic(self.path, (json.dumps(document, indent=2) + "\n").encode(), mode=0o600)
+        replace_file(self.path, (json.dumps(document, indent=2) + "\n").encode())

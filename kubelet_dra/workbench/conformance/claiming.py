@@ -136,7 +136,8 @@ class Claiming:
         text = f"the driver did not prepare a claim for {asked} ({self.options.claims.describe()}): {answer}"
         if self.options.claims:
             return text + f"\nfix the claim of {self.options.claims.given[index].source}, or the driver"
-        suggestion = suggest(answer, self.driver_name, await self.slices(), self.node_name)
+        slices = await self.slices()
+        suggestion = suggest(answer, self.driver_name, slices, self.node_name, self.options.outputs_dir)
         return f"{text}\n{suggestion}"
 
     async def devices_at_once(self) -> int:

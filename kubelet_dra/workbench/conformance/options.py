@@ -3,6 +3,8 @@ check context and by the claim-making part of it alike."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import attrs
 
 from kubelet_dra.workbench.conformance.shapes import ClaimShapes
@@ -27,3 +29,6 @@ class SuiteOptions:
     """A failed ``should`` check fails the run too (``--strict``), instead of being a warning."""
     claims: ClaimShapes = attrs.Factory(ClaimShapes)
     """The claims the driver accepts (``--claim``); checks make every claim of these shapes."""
+    outputs_dir: Path | None = None
+    """Where the run's outputs go (the JUnit report's directory, or the current one): a ``--claim`` file suggested
+    for a driver that refuses the default claim is written there; ``None`` writes none (the finding shows it)."""

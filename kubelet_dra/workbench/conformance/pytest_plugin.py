@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import warnings
+from pathlib import Path
 
 import pytest
 
@@ -71,6 +72,7 @@ def conformance_suite(request: pytest.FixtureRequest) -> SuiteResult:
         republish_within=option("republish_within"),
         device_class=option("device_class"),
         claims=shapes.load(option("claim")),
+        outputs_dir=Path(xml).parent if (xml := request.config.option.xmlpath) else None,
     )
     ids = request.config.stash.get(SELECTED, [])
     selection = Selection(focus="^(" + "|".join(ids) + ")$")

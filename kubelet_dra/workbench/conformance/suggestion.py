@@ -3,18 +3,21 @@
 Drivers that accept only claims of one shape say so in their refusal ("only requests for all tpu
 devices (4) on the node are supported", "prepares exactly 2", "no opaque config of kind GpuConfig").
 The suggestion reads those words, writes a claim of that shape for the devices the driver published
-on the node, and names the flag that passes it, so the author can rerun at once and adjust.
+on the node beside the run's other outputs, and names the flag that passes it, so the author can rerun
+at once and adjust.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from kubelet_dra.peers.datafiles import replace_file
 
 ALL = re.compile(r"\ball\b", re.IGNORECASE)
 EXACTLY = re.compile(r"\bexactly (\d+)", re.IGNORECASE)
@@ -42,8 +45,11 @@ def example(answer: str, driver: str, devices: int) -> tuple[str, dict[str, Any]
     return "claims of another shape (edit this one until it is prepared)", spec
 
 
-def suggest(answer: str, driver: str, slices: Sequence[Mapping[str, Any]], node: str) -> str:
-    """The lines of the finding that say what to pass: the flag with a file written for it, and its text."""
+def suggest(
+    answer: str, driver: str, slices: Sequence[Mapping[str, Any]], node: str, directory: Path | None = None
+) -> str:
+    """The lines of the finding that say what to pass: the flag with a file written for it in ``directory`` (the
+    run's outputs'; none without it, or when it cannot be written), and its text."""
     devices = sum(len((item.get("spec") or {}).get("devices") or []) for item in slices)
     what, spec = example(answer, driver, devices)
     text = (
@@ -51,11 +57,11 @@ def suggest(answer: str, driver: str, slices: Sequence[Mapping[str, Any]], node:
         "# conformance suite's DeviceClass (every device of the driver, or --device-class).\n"
         + yaml.safe_dump(spec, sort_keys=False)
     )
-    path = Path(tempfile.gettempdir()) / f"kubelet-dra-claim-{driver}.yaml"
-    try:
-        path.write_text(text)
-        flag = f"--claim {path}"
-    except OSError:
-        flag = "--claim FILE"
+    flag = "--claim FILE"
+    if directory is not None:
+        path = directory / f"claim-{driver}.yaml"
+        with contextlib.suppress(OSError):  # then the text below is the file to write
+            replace_file(path, text.encode())
+            flag = f"--claim {path}"
     body = "\n".join(f"    {line}" for line in text.splitlines())
     return f"if that is the driver's policy ({what}), describe the claims it accepts: {flag}\n{body}"

@@ -24,6 +24,7 @@ import attrs
 import yaml
 
 from kubelet_dra.kubelet.kubelet import Node
+from kubelet_dra.peers.datafiles import check_replaceable, refusal, replace_file
 from kubelet_dra.peers.errors import ConfigError
 from kubelet_dra.peers.kube.client import api_path
 from kubelet_dra.peers.log import get_logger
@@ -72,11 +73,9 @@ class Recorder:
         self._tasks: list[asyncio.Task[None]] = []
         self._log = get_logger("record", file=str(self.path))
         try:
-            self.path.touch()
+            check_replaceable(self.path)  # nothing is written before the end: a recording is whole or absent
         except OSError as err:
-            raise ConfigError(
-                f"cannot write the scenario: {err.strerror}", where=str(self.path), fix="give a writable --record FILE"
-            ) from None
+            raise self._unwritable(err) from None
 
     async def __aenter__(self) -> Recorder:
         self._tasks = [
@@ -92,8 +91,28 @@ class Recorder:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._look_at_drivers()
-        self.path.write_text(self.text())
+        self._write(self.text().encode())
         self._log.info("Recorded scenario", drivers=len(self.drivers), pods=len(self.pods))
+
+    def _write(self, data: bytes) -> None:
+        """Replace the file atomically, then read it back: the whole recording is there, or the file that was."""
+        try:
+            replace_file(self.path, data)
+            with open(os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as written:
+                read = written.read()
+        except OSError as err:
+            raise self._unwritable(err) from None
+        if read != data:
+            raise ConfigError(
+                "the scenario written does not read back as written", where=str(self.path), fix="check the disk"
+            )
+
+    def _unwritable(self, err: OSError) -> ConfigError:
+        return ConfigError(
+            f"cannot write the scenario: {refusal(err)}",
+            where=str(self.path),
+            fix="give --record a file of your own in a writable directory with free space",
+        )
 
     # --- watching ---
 
@@ -188,7 +207,9 @@ class Recorder:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
                 probe.connect(socket_path)
                 pid, _, _ = struct.unpack("3i", probe.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+            # as Python carries any argv: a byte that is not UTF-8 becomes a lone surrogate, which the YAML
+            # escapes and os.fsencode turns back into the same byte
+            argv = os.fsdecode(Path(f"/proc/{pid}/cmdline").read_bytes()).split("\0")[:-1]
         except OSError as err:
             self._log.info("Cannot find the driver's process; recording it as external", err=str(err))
             return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -138,3 +139,66 @@ async def test_run_command_rejects_an_unwritable_call_record_file(registry: Path
     )
     assert await run.wait() == 2
     assert run.lines[-1].startswith(f"kubelet-dra: error: {tmp}/no/such.jsonl: cannot write the call record file")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="/dev/full belongs to root: the recorder refuses another user's file")
+async def test_run_registers_a_driver_whose_calls_cannot_be_written_to_the_record_file(tmp: Path, registry: Path):
+    """``--record-calls`` on a full disk: GetInfo and the notify still go through, the failure is one log line."""
+    kubeconfig = tmp / "run.kubeconfig"
+    run = await Process.start(
+        "run",
+        *("--node-name", "node-1", "--registry-dir", str(registry), "--kubeconfig-out", str(kubeconfig)),
+        *("--record-calls", "/dev/full"),
+    )
+    driver = None
+    try:
+        await run.wait_line("Plugin Watcher Start")
+        driver = await Process.start(
+            "driver",
+            *("--driver-name", GPU, "--node-name", "node-1", "--kubeconfig", str(kubeconfig)),
+            *("--registry-dir", str(registry), "--plugin-dir", str(tmp / "plugin"), "--cdi-root", str(tmp / "cdi")),
+        )
+        line = await run.wait_line('msg="Registered DRA plugin"')
+        assert f"driverName={GPU}" in line
+        await driver.wait_line("registered with the kubelet")
+    finally:
+        if driver is not None:
+            await driver.stop()
+        code = await run.stop()
+    assert code == 0
+    said = [line for line in run.lines if "call record file" in line]
+    assert len(said) == 1 and "path=/dev/full" in said[0] and 'err="No space left on device"' in said[0], said
+    assert not any("Traceback" in line for line in run.lines), run.lines
+
+
+@pytest.mark.parametrize("planted", ["link", "another user's file"])
+async def test_run_refuses_a_call_record_file_it_would_reach_through_a_link_or_take_from_another_user(
+    registry: Path, tmp: Path, planted: str
+):
+    """A name someone else left in a shared dir: ``run`` says so in one line and writes nothing through it."""
+    theirs = tmp / "theirs"
+    theirs.write_text("their data\n")
+    record = tmp / "calls.jsonl"
+    if planted == "link":
+        record.symlink_to(theirs)
+        refused = "it is a symbolic link, which is not followed"
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("giving a file to another user takes root")
+        theirs.rename(record)
+        os.chown(record, 65534, 65534)
+        refused = "the file belongs to another user"
+    run = await Process.start(
+        *("run", "--node-name", "n", "--registry-dir", str(registry)),
+        *("--kubeconfig-out", str(tmp / "kubeconfig"), "--record-calls", str(record)),
+    )
+    try:
+        assert await run.wait() == 2
+    finally:
+        await run.stop()
+    assert run.lines[-1] == (
+        f"kubelet-dra: error: {record}: cannot write the call record file: {refused} "
+        "(fix: pass --record-calls a writable file of your own, not a link)"
+    )
+    assert not any("Traceback" in line for line in run.lines), run.lines
+    assert (theirs if planted == "link" else record).read_text() == "their data\n"

@@ -113,3 +113,37 @@ def test_a_data_dir_holding_an_object_that_does_not_decode_is_refused_at_start_n
         " Device.spec.devices.name of type string"
     ]
     assert "Traceback" not in result.stderr
+
+
+def test_the_database_and_its_journals_are_the_owner_s_alone_in_a_dir_of_its_own(tmp_path: Path) -> None:
+    store, persistence = _open(tmp_path / "data")
+    store.create(NAMESPACES, None, namespace("default"))
+    files = [tmp_path / "data" / name for name in (FILE_NAME, f"{FILE_NAME}-wal", f"{FILE_NAME}-shm")]
+    assert [path.stat().st_mode & 0o777 for path in files] == [0o600] * 3
+    assert (tmp_path / "data").stat().st_mode & 0o777 == 0o700
+    persistence.close()
+    files[0].chmod(0o644)  # as a server before this rule left it
+    Persistence(tmp_path / "data").close()
+    assert files[0].stat().st_mode & 0o777 == 0o600
+
+
+def test_a_link_at_the_database_s_name_is_refused_in_one_line_and_not_followed(tmp_path: Path) -> None:
+    theirs = tmp_path / "theirs"
+    theirs.write_bytes(b"not yours to open")
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    (data_dir / FILE_NAME).symlink_to(theirs)
+    result = subprocess.run(
+        [sys.executable, "-m", "kubelet_dra", "apiserver", "--data-dir", str(data_dir), "--listen", "127.0.0.1:0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (result.returncode, result.stderr.splitlines()[-1]) == (
+        2,
+        f"kubelet-dra: error: {data_dir / FILE_NAME}: cannot open the database: it is a symbolic link, which is "
+        "not followed (fix: give --data-dir a directory of your own)",
+    ), result.stderr
+    assert "Traceback" not in result.stderr
+    assert theirs.read_bytes() == b"not yours to open"

@@ -124,11 +124,13 @@ async def test_a_claim_no_published_device_can_serve_stops_the_run_naming_the_re
 async def test_an_all_devices_driver_gets_one_finding_and_passes_with_the_claim_it_suggests(tmp_path: Path) -> None:
     """The reference driver accepting only claims for all its devices, as a TPU driver does."""
     command = with_fault("require-all-devices")
-    refused = await run_suite(Target(driver_cmd=command), SuiteOptions(), FOCUS)
+    refused = await run_suite(Target(driver_cmd=command), SuiteOptions(outputs_dir=tmp_path), FOCUS)
     finding = refused.by_id()["CLM-001"]
     assert refused.ids(FAILED) == ["CLM-001"] and refused.exit_code == 1
     assert "only requests for all of its devices (4) on the node are supported" in finding.reason
     flag = next(line for line in finding.reason.splitlines() if "--claim " in line).split("--claim ")[1]
+    assert flag == str(tmp_path / "claim-gpu.example.com.yaml"), "beside the run's outputs, not at a name in /tmp"
+    assert Path(flag).stat().st_mode & 0o777 == 0o600
     assert yaml.safe_load(Path(flag).read_text()) == yaml.safe_load(ALL_DEVICES.replace("tpus", "devices"))
     blocked = {r.id for r in refused.results if r.result == NOT_RUN}
     assert blocked == {r.id for r in refused.results if r.result not in ("passed", "skipped")} - {"CLM-001"}

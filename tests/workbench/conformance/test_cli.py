@@ -214,3 +214,16 @@ def test_record_calls_traces_the_handshake_and_every_check_call(tmp_path: Path):
     assert methods.index("NotifyRegistrationStatus") < methods.index("NodePrepareResources"), methods
     ids = [record["request_id"] for record in records]
     assert all(isinstance(i, int) and i > 0 for i in ids) and len(set(ids)) == len(ids)
+
+
+def test_a_suggested_claim_is_written_beside_the_junit_report_and_named_in_the_finding(tmp_path: Path):
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    result = conformance(
+        "--driver-cmd", with_fault("require-all-devices"), "--focus", "^CLM-001$", "--junit", str(reports / "c.xml"),
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout + result.stderr
+    suggested = reports / "claim-gpu.example.com.yaml"
+    assert f"--claim {suggested}" in " ".join(result.stdout.split()), result.stdout
+    assert suggested.stat().st_mode & 0o777 == 0o600
+    assert "allocationMode: All" in suggested.read_text()

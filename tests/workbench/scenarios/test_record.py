@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import shlex
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from helpers import KubeletDRAProcess, eventually
 
@@ -100,3 +105,76 @@ async def _gone(kube: KubeClient, name: str) -> bool:
 async def _stop_all(processes: list[KubeletDRAProcess]) -> None:
     for process in reversed(processes):
         await process.stop()
+
+
+async def test_a_driver_command_line_that_is_not_utf8_is_recorded_byte_for_byte(short_dir: Path):
+    """A path of the driver's own with a byte that is not UTF-8 (a Latin-1 dir name): carried as is."""
+    recorded, kubeconfig, registry = short_dir / "recorded.yaml", short_dir / "kubeconfig", short_dir / "registry"
+    registry.mkdir()
+    latin1 = Path(os.fsdecode(bytes(short_dir) + b"/kube\xe9config"))
+    processes: list[KubeletDRAProcess] = []
+    async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_callback(lambda: _stop_all(processes))
+        node = await KubeletDRAProcess.start(
+            *("-v", "2", "run", "--node-name", NODE, "--registry-dir", str(registry)),
+            *("--kubeconfig-out", str(kubeconfig), "--state-dir", str(short_dir / "state"), "--record", str(recorded)),
+        )
+        processes.append(node)
+        await node.wait_line("Embedded API server ready")
+        assert not recorded.exists(), "nothing is written before the recording is whole"
+        latin1.write_bytes(kubeconfig.read_bytes())
+        processes.append(
+            await KubeletDRAProcess.start(
+                *("driver", "--driver-name", GPU, "--node-name", NODE, "--kubeconfig", str(latin1)),
+                *("--registry-dir", str(registry), "--plugin-dir", str(short_dir / "plugin")),
+                *("--cdi-root", str(short_dir)),
+            )
+        )
+        await node.wait_line('msg="Connection changed".* connected=True')  # what the recorder waits for
+        assert await node.stop() == 0
+    assert not any("Traceback" in line for line in node.lines), node.lines
+    assert recorded.stat().st_mode & 0o777 == 0o600
+    (driver_entry,) = yaml.safe_load(recorded.read_text())["drivers"]
+    words = shlex.split(driver_entry["command"])
+    assert os.fsencode(words[words.index("--kubeconfig") + 1]) == bytes(latin1)
+
+
+@pytest.fixture
+def full_disk(short_dir: Path) -> Iterator[Path]:
+    """A small tmpfs of our own, filled to the last byte."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs takes root")
+    mount = short_dir / "full"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+async def test_a_recording_that_finds_the_disk_full_leaves_the_earlier_file_whole_and_says_so(
+    short_dir: Path, full_disk: Path
+):
+    earlier = full_disk / "recorded.yaml"
+    earlier.write_text("# an earlier recording\n")
+    with contextlib.suppress(OSError), (full_disk / "filler").open("wb") as filler:
+        while True:
+            filler.write(b"\0" * 4096)
+            filler.flush()
+    run = await KubeletDRAProcess.start(
+        *("run", "--node-name", NODE, "--registry-dir", str(short_dir / "registry")),
+        *("--kubeconfig-out", str(short_dir / "kubeconfig"), "--record", str(earlier)),
+    )
+    try:
+        await run.wait_line("Embedded API server ready")
+    finally:
+        code = await run.stop()
+    assert code == 2, run.lines
+    assert run.lines[-1] == (
+        f"kubelet-dra: error: {earlier}: cannot write the scenario: No space left on device "
+        "(fix: give --record a file of your own in a writable directory with free space)"
+    )
+    assert not any("Traceback" in line for line in run.lines), run.lines
+    assert earlier.read_text() == "# an earlier recording\n"
+    assert sorted(path.name for path in full_disk.iterdir()) == ["filler", "recorded.yaml"], "no temp file left"

@@ -15,8 +15,14 @@ from kubelet_dra.workbench.tap.forward import Forwarder, Upstream
 
 
 @pytest.fixture
-async def through(short_dir: Path) -> AsyncIterator[Through]:
-    standin, recorder = StandIn(), CallRecorder()
+def record_file() -> Path | None:
+    """The file the tap's recorder appends to (none by default; a test parametrizes it)."""
+    return None
+
+
+@pytest.fixture
+async def through(short_dir: Path, record_file: Path | None) -> AsyncIterator[Through]:
+    standin, recorder = StandIn(), CallRecorder(record_file)
     driver = grpc.aio.server()
     driver.add_generic_rpc_handlers((standin,))
     driver.add_insecure_port(f"unix:{short_dir / 'driver.sock'}")

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
+import os
+from pathlib import Path
 
 import grpc
 import pytest
@@ -102,3 +105,21 @@ async def test_a_conversation_is_forwarded_message_by_message(through: Through) 
     assert answers == [b"re: one", b"re: two"]
     (record,) = through.recorder.records()
     assert len(record.request["messages"]) == 2 and len(record.response or []) == 2
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="/dev/full belongs to root: the recorder refuses another user's file")
+@pytest.mark.parametrize("record_file", [Path("/dev/full")])
+async def test_a_record_file_that_cannot_be_written_changes_no_call_and_is_said_once(
+    through: Through, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A full disk under ``--record-calls``: every call still gets the driver's answer, the failure is one line."""
+    with caplog.at_level(logging.INFO, logger="kubelet_dra"):
+        async with through.channel() as channel:
+            for _ in range(3):
+                assert await channel.unary_unary("/test.StandIn/Echo")(b"abc", timeout=10) == b"cba"
+            with pytest.raises(grpc.aio.AioRpcError) as failed:
+                await channel.unary_unary("/test.StandIn/Fail")(b"x", timeout=10)
+    assert failed.value.code() is grpc.StatusCode.FAILED_PRECONDITION, "the driver's own answer, not the file's"
+    assert [record.status for record in through.recorder.records()] == ["OK", "OK", "OK", "FAILED_PRECONDITION"]
+    (said,) = [record for record in caplog.records if "call record file" in record.getMessage()]
+    assert said.levelname == "ERROR" and said.kv["path"] == "/dev/full" and "space" in said.kv["err"]  # type: ignore[attr-defined]

@@ -17,9 +17,7 @@ from __future__ import annotations
 import datetime
 import enum
 import json
-import os
 import re
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ import attrs
 
 from kubelet_dra.peers.api import dra_health_v1alpha1_pb2 as health_pb2
 from kubelet_dra.peers.api.services import HealthResponse
+from kubelet_dra.peers.datafiles import replace_file
 from kubelet_dra.peers.log import Logger
 
 DEFAULT_HEALTH_TIMEOUT = 30.0
@@ -188,15 +187,6 @@ class HealthCache:
         }
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, temp = tempfile.mkstemp(prefix=f"{STATE_FILE_NAME}.tmp", dir=self.path.parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as out:
-                    json.dump(data, out)
-                    out.flush()
-                    os.fsync(out.fileno())
-                os.replace(temp, self.path)
-            except BaseException:
-                os.unlink(temp)
-                raise
+            replace_file(self.path, json.dumps(data).encode())
         except OSError as err:
             self._log.error("Failed to save the health state", err, path=str(self.path))

@@ -13,10 +13,7 @@ refuses what the kubelet refuses (checksum mismatch, malformed JSON, wrong value
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import json
-import os
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -24,12 +21,12 @@ from typing import Any, TypeVar
 
 import attrs
 
+from kubelet_dra.peers.datafiles import replace_file
 from kubelet_dra.peers.errors import StateError
 
 KIND = "DRACheckpoint"
 API_VERSION = "checkpoint.dra.kubelet.k8s.io/v1"
 DIR_MODE = 0o755
-TEMP_ATTEMPTS = 100
 FIX_CORRUPT = (
     "a 1.36 kubelet refuses to start with this file; drain the node, stop the kubelet, remove the file"
     " and restart it (prepared claims are then forgotten, so unprepare them in their drivers)"
@@ -312,7 +309,6 @@ class Checkpoint:
 
     def __init__(self, state_dir: str | Path) -> None:
         self.path = Path(state_dir) / self.FILE_NAME
-        self._temp_count = 0
 
     def load(self) -> list[ClaimInfoState]:
         """The stored entries; a missing file is created empty (as the kubelet does), a corrupt one is left alone."""
@@ -321,16 +317,6 @@ class Checkpoint:
             return []
         return decode(read_bytes(self.path), where=str(self.path))
 
-    def _temp_file(self) -> tuple[int, str]:
-        """A new hidden file beside the checkpoint, mode 0600, named by process and write (``tempfile``'s
-        random names cost more than the write of a small file); a leftover of an earlier process is skipped."""
-        for _ in range(TEMP_ATTEMPTS):
-            self._temp_count += 1
-            name = f"{self.path.parent}/.{self.FILE_NAME}.{os.getpid()}.{self._temp_count}"
-            with contextlib.suppress(FileExistsError):
-                return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), name
-        raise FileExistsError(errno.EEXIST, f"{TEMP_ATTEMPTS} temp file names taken")
-
     def store(self, claims: Sequence[ClaimInfoState]) -> None:
         """Replace the file with these entries (atomically, as ``write``)."""
         self.write(encode(claims))
@@ -338,31 +324,23 @@ class Checkpoint:
     def write(self, data: bytes) -> None:
         """Replace the file atomically: a crash at any point leaves either the old or the new complete file.
 
-        Exactly the kubelet's write (docs/checkpoint.md): hidden temp file in the same directory, write, fsync,
-        close, rename. Like the kubelet, the directory is not fsynced: the rename reaches the disk with the
-        file system's next journal commit, and until then a power loss leaves the previous complete file.
+        Exactly the kubelet's write (docs/checkpoint.md), as ``datafiles.replace_file`` makes it: a hidden 0600
+        temp file in the same directory, written, fsynced, closed and renamed. Like the kubelet, the directory is
+        not fsynced: the rename reaches the disk with the file system's next journal commit, and until then a power
+        loss leaves the previous complete file.
         """
         directory = self.path.parent
         try:
             directory.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-            fd, temp_name = self._temp_file()
         except OSError as err:
             raise StateError(
-                f"cannot create checkpoint directory or temp file: {err.strerror}",
+                f"cannot create checkpoint directory: {err.strerror}",
                 where=str(directory),
                 fix="check that the directory is writable",
             ) from None
         try:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(temp_name, self.path)
+            replace_file(self.path, data)
         except OSError as err:
-            Path(temp_name).unlink(missing_ok=True)
             raise StateError(
                 f"cannot write checkpoint: {err.strerror}", where=str(self.path), fix="check free space and permissions"
             ) from None
