@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 from pathlib import Path
 
 from kubelet_dra.kubelet.cm.dra.healthinfo import STATE_FILE_NAME as HEALTH_STATE
@@ -34,8 +35,9 @@ OWN_DIR = "pass an explicit --state-dir of kubelet-dra's own (a new or empty dir
 
 def check_owned(state_dir: Path, *, where: str, fix: str = OWN_DIR) -> None:
     """Refuse a state dir that holds DRA state kubelet-dra did not write (a kubelet's), before anything is written."""
-    if (state_dir / MARKER).is_file():
-        return
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        if stat.S_ISREG(os.lstat(state_dir / MARKER).st_mode):  # a link is no marker of ours
+            return
     for name in DRA_STATE_FILES:
         if os.path.lexists(state_dir / name):
             raise UsageError(
