@@ -122,8 +122,13 @@ async def kubelet_dra(*args: str, stdin: str = "", timeout: float = 60) -> tuple
     try:
         out, err = await asyncio.wait_for(process.communicate(stdin.encode()), timeout=timeout)
     except TimeoutError:
-        process.kill()  # a command that should have ended is not left running after the test
-        await process.wait()
+        # a command that should have ended is not left running after the test: SIGTERM first, so that it stops
+        # the processes it started (an API server holding the pipes would outlive a SIGKILL)
+        process.terminate()
+        try:
+            await asyncio.wait_for(process.wait(), 30)
+        except TimeoutError:
+            process.kill()
         raise
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()

@@ -42,7 +42,13 @@ from kubelet_dra.workbench.fleet.fleet import NODES_PER_DRIVER_PROCESS
 from kubelet_dra.workbench.fleet.nodenames import check_node_name
 from kubelet_dra.workbench.scenarios.record import Recorder
 from kubelet_dra.workbench.testbed import PLACEHOLDERS, DriverSpec, command_words
-from kubelet_dra.workbench.testbed.statedir import KUBELET_ROOT_DIR, OWN_DIR, StateDirClaim, in_kubelet_root
+from kubelet_dra.workbench.testbed.statedir import (
+    KUBELET_ROOT_DIR,
+    OWN_DIR,
+    StateDirClaim,
+    check_owned,
+    in_kubelet_root,
+)
 
 REFRESH_PERIOD = 1.0
 """Seconds between looks at the nodes for the table (live) or the tally line (in a pipe)."""
@@ -288,6 +294,8 @@ def claims(args: argparse.Namespace, nodes: list[NodeLayout]) -> contextlib.Exit
         where, fix = ("--state-dir" if args.state_dir else "--registry-dir"), OWN_DIR
     else:
         where, fix = "--root-dir", "give a --root-dir of kubelet-dra's own (a new or empty dir)"
+    for layout in nodes:  # all checked before any is marked: a refused run writes nothing
+        check_owned(layout.root, where=where, fix=fix)
     stack = contextlib.ExitStack()
     with stack:
         for layout in nodes:

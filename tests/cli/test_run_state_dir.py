@@ -95,3 +95,19 @@ async def test_a_node_name_that_is_not_a_kubernetes_node_name_is_refused(short_d
     assert f"--node-name: {name!r} cannot be a node name" in one_line(err)
     assert not (short_dir / "outside").exists() and not Path("/tmp/kd-absolute-node").exists()
     assert not root.exists(), "refused before any dir is made"
+
+
+async def test_a_node_of_many_whose_dir_holds_a_checkpoint_it_did_not_write_is_refused(short_dir: Path) -> None:
+    root = short_dir / "nodes"
+    (root / "sim-1").mkdir(parents=True)
+    checkpoint = root / "sim-1" / "dra_manager_state"
+    shutil.copyfile(KUBELET_CHECKPOINT, checkpoint)
+    code, _, err = await kubelet_dra(
+        *("run", "--nodes", "sim-{0..2}", "--root-dir", str(root), "--kubeconfig-out", str(short_dir / "kc")),
+        timeout=REFUSED_WITHIN,
+    )
+    assert code == 2, err
+    line = one_line(err)
+    assert f"--root-dir: {checkpoint} was not written by kubelet-dra" in line and "give a --root-dir" in line
+    assert checkpoint.read_bytes() == KUBELET_CHECKPOINT.read_bytes()
+    assert sorted(path.name for path in root.iterdir()) == ["sim-1"], "no node's dir made, none left locked"
