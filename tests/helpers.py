@@ -121,13 +121,23 @@ def kubelet_dra_each(*argvs: Sequence[str], timeout: float = 120) -> dict[tuple[
 
 
 async def kubelet_dra(*args: str, stdin: str = "", timeout: float = 60) -> tuple[int, str, str]:
-    """Run ``kubelet-dra ARGS`` to the end; (exit code, stdout, stderr)."""
+    """Run ``kubelet-dra ARGS`` to the end (killed after ``timeout``); (exit code, stdout, stderr)."""
     process = await asyncio.create_subprocess_exec(
         *(sys.executable, "-m", "kubelet_dra", *args),
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(process.communicate(stdin.encode()), timeout=timeout)
+    try:
+        out, err = await asyncio.wait_for(process.communicate(stdin.encode()), timeout=timeout)
+    except TimeoutError:
+        # a command that should have ended is not left running after the test: SIGTERM first, so that it stops
+        # the processes it started (an API server holding the pipes would outlive a SIGKILL)
+        process.terminate()
+        try:
+            await asyncio.wait_for(process.wait(), 30)
+        except TimeoutError:
+            process.kill()
+        raise
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()

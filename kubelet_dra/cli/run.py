@@ -6,7 +6,9 @@ registration, rejection, deregistration and wipe is logged as a key=value line i
 words. Pods bound to the node (``spec.nodeName``) are run as far as DRA goes: claims prepared,
 status Running, claims unprepared on deletion, then the deletion finished. The DRA manager's
 checkpoint goes to ``--state-dir``, by default the registry dir's parent — where a kubelet keeps
-``dra_manager_state`` next to ``plugins_registry`` (its root dir). With ``--metrics-port`` the
+``dra_manager_state`` next to ``plugins_registry`` (its root dir). A state dir holding DRA state
+kubelet-dra did not write (a kubelet's) is refused, and so is a registry dir under a kubelet's
+``/var/lib/kubelet`` without ``--state-dir`` (``workbench/testbed/statedir``). With ``--metrics-port`` the
 kubelet's DRA metrics are served at ``/metrics``. Ctrl-C or SIGTERM stops it cleanly.
 
 With ``--nodes 'sim-{0..49}'`` it runs many nodes in this one process, each in its own dir under
@@ -37,8 +39,16 @@ from kubelet_dra.peers.errors import UsageError, deprecated
 from kubelet_dra.workbench.fleet import Fleet, NodeLayout, NodeRow, expand
 from kubelet_dra.workbench.fleet import fleetview as view
 from kubelet_dra.workbench.fleet.fleet import NODES_PER_DRIVER_PROCESS
+from kubelet_dra.workbench.fleet.nodenames import check_node_name
 from kubelet_dra.workbench.scenarios.record import Recorder
 from kubelet_dra.workbench.testbed import PLACEHOLDERS, DriverSpec, command_words
+from kubelet_dra.workbench.testbed.statedir import (
+    KUBELET_ROOT_DIR,
+    OWN_DIR,
+    StateDirClaim,
+    check_owned,
+    in_kubelet_root,
+)
 
 REFRESH_PERIOD = 1.0
 """Seconds between looks at the nodes for the table (live) or the tally line (in a pipe)."""
@@ -120,7 +130,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--state-dir",
         metavar="DIR",
         help="where the DRA manager's checkpoint dra_manager_state lives (default: the registry dir's parent,"
-        " as a kubelet keeps it in its root dir next to plugins_registry)",
+        " as a kubelet keeps it in its root dir next to plugins_registry); a dir with DRA state kubelet-dra did not"
+        f" write is refused, and under {KUBELET_ROOT_DIR} it must be given",
     )
     parser.add_argument(
         "--reconcile-period",
@@ -183,6 +194,8 @@ def options(args: argparse.Namespace) -> NodeOptions:
             where="--metrics-port",
             fix="give 1-65535, or 0 for off",
         )
+    if args.node_name is not None:
+        check_node_name(args.node_name, where="--node-name")
     if args.shard is not None and args.nodes is None:
         raise UsageError(
             "--shard splits the names of --nodes", where="--shard", fix="give --nodes too, or leave --shard out"
@@ -261,6 +274,12 @@ def layouts(args: argparse.Namespace) -> list[NodeLayout]:
     """Each node's dirs: the given registry (and state) dir for one node, else one dir per node under the root."""
     if args.nodes is None and args.registry_dir:
         registry = Path(args.registry_dir).absolute()
+        if not args.state_dir and in_kubelet_root(registry.parent):
+            raise UsageError(
+                f"the registry dir {registry} is a kubelet's, and so would be the state dir {registry.parent}",
+                where="--registry-dir",
+                fix=OWN_DIR,
+            )
         root = Path(args.state_dir).absolute() if args.state_dir else registry.parent
         return [NodeLayout(args.node_name, root, registry)]
     names = expand(args.nodes, args.shard) if args.nodes is not None else [args.node_name]
@@ -268,15 +287,32 @@ def layouts(args: argparse.Namespace) -> list[NodeLayout]:
     return [NodeLayout.under(root_dir, name) for name in names]
 
 
+def claims(args: argparse.Namespace, nodes: list[NodeLayout]) -> contextlib.ExitStack:
+    """Every node's state dir, owned (``workbench/testbed/statedir``) before anything starts and while the nodes
+    run: one holding DRA state kubelet-dra did not write, or in use by another node, is refused."""
+    if args.registry_dir:
+        where, fix = ("--state-dir" if args.state_dir else "--registry-dir"), OWN_DIR
+    else:
+        where, fix = "--root-dir", "give a --root-dir of kubelet-dra's own (a new or empty dir)"
+    for layout in nodes:  # all checked before any is marked: a refused run writes nothing
+        check_owned(layout.root, where=where, fix=fix)
+    stack = contextlib.ExitStack()
+    with stack:
+        for layout in nodes:
+            stack.enter_context(StateDirClaim(layout.root, where=where, fix=fix))
+        return stack.pop_all()
+
+
 def run(args: argparse.Namespace) -> int:
     node_options, spec = options(args), driver(args)
     nodes = layouts(args)
     if args.nodes is None:
-        asyncio.run(serve_one(args, node_options, nodes[0], spec))
+        with claims(args, nodes):
+            asyncio.run(serve_one(args, node_options, nodes[0], spec))
         return 0
     raise_open_files_limit()
     live = args.output == "text" and output.console().is_terminal
-    with output.quiet_logs(args.verbosity) if live else contextlib.nullcontext():
+    with claims(args, nodes), output.quiet_logs(args.verbosity) if live else contextlib.nullcontext():
         rows = asyncio.run(serve_many(args, node_options, nodes, spec, live=live))
     if args.output == "json":
         output.print_json([attrs.asdict(row) for row in rows])

@@ -176,6 +176,7 @@ async def test_each_node_prepares_its_pod_through_its_own_driver(
     [
         (("--nodes", "sim-{0.."), "unbalanced '{'"),
         (("--nodes", "sim-{0..1},sim-1"), "node sim-1 is named twice"),
+        (("--nodes", "sim-0,Sim_1"), "--nodes: 'Sim_1' cannot be a node name"),
         (("--nodes", "sim-{x}"), "{x} is neither a range nor a list"),
         (("--nodes", "a,b", "--registry-dir", "/tmp"), "--registry-dir belongs to one node"),
         (("--nodes", "a,b", "--driver-cmd", "driver {nodes}"), "unknown placeholder {nodes}"),

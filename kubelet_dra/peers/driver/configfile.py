@@ -20,7 +20,9 @@ AVAILABILITY = ("node-local", "all-nodes", "node-selector")
 SHARING = ("exclusive", "shared")
 OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 FIELDS = ("driverName", "devices", "nodeSelector", "availability", "sliceNodeSelector", "sharing", "maxAllocations")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+DRIVER_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+"""A lowercase DNS subdomain: no slash, no empty or dot-only part, so a driver name is also one dir name."""
+_DNS_SUBDOMAIN = re.compile(DRIVER_NAME_PATTERN)
 DRIVER_NAME_MAX = 63
 
 EXAMPLE = """\

@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import re
 
+from kubelet_dra.peers.apiserver.fielderrors import dns1123_subdomain_errors
 from kubelet_dra.peers.errors import UsageError
 
 MAX_NODES = 1000
@@ -37,8 +38,7 @@ def expand(pattern: str, shard: str | None = None) -> list[str]:
         raise UsageError("no node names in the pattern", where=_WHERE, fix=_EXAMPLE)
     seen: set[str] = set()
     for name in names:
-        if not name or "/" in name or name in (".", ".."):
-            raise UsageError(f"{name!r} cannot be a node name", where=_WHERE, fix=_EXAMPLE)
+        check_node_name(name, where=_WHERE, fix=_EXAMPLE)
         if name in seen:
             raise UsageError(f"node {name} is named twice", where=_WHERE, fix="give each node once")
         seen.add(name)
@@ -51,6 +51,12 @@ def expand(pattern: str, shard: str | None = None) -> list[str]:
             fix=f"{_EXAMPLE}; or split them over several processes with --shard INDEX/COUNT",
         )
     return names
+
+
+def check_node_name(name: str, *, where: str, fix: str = "use lowercase letters, digits, '-' and '.'") -> None:
+    """Refuse a name the API server would refuse for a Node, and with it any that is not one dir name."""
+    if errors := dns1123_subdomain_errors(name):
+        raise UsageError(f"{name!r} cannot be a node name: {errors[0]}", where=where, fix=fix)
 
 
 def _slice(names: list[str], shard: str) -> list[str]:

@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from kubelet_dra.kubelet.release import RELEASES
+from kubelet_dra.peers.driver.configfile import DRIVER_NAME_PATTERN
 from kubelet_dra.peers.driver.knobs import KNOBS, VERSION_CHOICES
 from kubelet_dra.workbench.scenarios.schemabuilders import array, boolean, enum, exactly_one, integer, obj, ref, string
 from kubelet_dra.workbench.testbed.objects import KINDS
@@ -98,7 +99,10 @@ DRIVER = exactly_one(
     ("reference", "command", "external"),
     {
         "id": DRIVER_ID,
-        "name": string("the DRA driver name it registers"),
+        "name": string(
+            "the DRA driver name it registers: a lowercase DNS subdomain such as gpu.example.com",
+            pattern=DRIVER_NAME_PATTERN,
+        ),
         "env": STRING_MAP,
         "start": boolean("start it before the first step (default true)"),
     },

@@ -31,6 +31,7 @@ from kubelet_dra.peers.errors import StateError, UsageError
 from kubelet_dra.peers.kube.client import KubeClient
 from kubelet_dra.peers.log import get_logger
 from kubelet_dra.workbench.testbed.drivers import DriverProcess, DriverSpec, placeholder_values
+from kubelet_dra.workbench.testbed.statedir import StateDirClaim
 
 T = TypeVar("T")
 POLL_INTERVAL = 0.05
@@ -76,6 +77,7 @@ class Testbed:
         self.plugins_root = self.workdir / "plugins"
         """The kubelet's plugins dir: each driver's own dir is below it."""
         self.state_dir = Path(options.node.state_dir or self.workdir / "state")
+        self._state_claim = StateDirClaim(self.state_dir, where="state dir")
         self.kubeconfig = Path(options.kubeconfig) if options.kubeconfig else self.workdir / "kubeconfig"
         self.drivers: list[DriverProcess] = []
         self.past_calls: list[CallRecord] = []
@@ -185,9 +187,14 @@ class Testbed:
         Returns once that start-up wipe is over, so what comes next (a driver's first slices, an expectation
         that slices came back) never races it."""
         if self._node is None:
-            options = attrs.evolve(self.options.node, state_dir=str(self.state_dir))
-            node = Node(self.options.node_name, str(self.registry_dir), kube=self.kube, options=options)
-            await node.__aenter__()
+            self._state_claim.acquire()  # before the node: its DRA manager makes its checkpoint as it is made
+            try:
+                options = attrs.evolve(self.options.node, state_dir=str(self.state_dir))
+                node = Node(self.options.node_name, str(self.registry_dir), kube=self.kube, options=options)
+                await node.__aenter__()
+            except BaseException:
+                self._state_claim.release()
+                raise
             self._node = node
             if node.startup_wipe is not None:
                 await node.startup_wipe
@@ -202,6 +209,7 @@ class Testbed:
             node, self._node = self._node, None
             on_disk = _files(self.state_dir) if crash else None
             await node.__aexit__(None, None, None)
+            self._state_claim.release()
             # read after the stop: a call the stop cancels is recorded then (CANCELLED), as a real kubelet's is
             self.past_calls.extend(node.recorder.records())
             if on_disk is not None:

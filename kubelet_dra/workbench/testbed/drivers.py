@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 
 from kubelet_dra.peers.driver import control
+from kubelet_dra.peers.driver.configfile import driver_name_problem
 from kubelet_dra.peers.driver.settings import CONTROL_SOCKET
 from kubelet_dra.peers.errors import UsageError
 from kubelet_dra.peers.log import get_logger
@@ -89,11 +90,17 @@ def command_words(template: str, values: Mapping[str, str], *, where: str) -> li
     return [word.format_map(values) for word in words]
 
 
+def _driver_name(_spec: object, _attribute: object, name: str | None) -> None:
+    """A driver's name names its dirs and log in the work dir: one that is no DRA driver name could leave it."""
+    if name is not None and (problem := driver_name_problem(name)):
+        raise UsageError(problem, where="driver name", fix="use a lowercase DNS subdomain such as gpu.example.com")
+
+
 @attrs.frozen
 class DriverSpec:
     """How to run one driver: its name (``None``: learnt from GetInfo) and its command line template."""
 
-    name: str | None
+    name: str | None = attrs.field(validator=_driver_name)
     command: str = REFERENCE_DRIVER
     extra_args: tuple[str, ...] = ()
     """Appended to the command: e.g. ``--devices 2 --fault-prepare-error boom`` for the reference driver."""

@@ -73,3 +73,19 @@ def test_check_only_validates():
     done = replay("--check", "--output", "json", *map(str, sorted(LIBRARY.glob("*.yaml"))))
     assert done.returncode == 0, done.stderr
     assert len(json.loads(done.stdout)["valid"]) >= 25
+
+
+def test_check_refuses_a_driver_name_that_would_make_dirs_outside_the_work_dir(tmp_path: Path):
+    """A driver's name names its dirs in the work dir: a slash or ``..`` would put them elsewhere."""
+    bad = tmp_path / "escape.yaml"
+    bad.write_text(
+        "apiVersion: kubelet-dra.dev/v1alpha1\nkind: Scenario\nmetadata: {name: escape}\n"
+        "drivers:\n  - id: gpu\n    name: ../../kd-escaped\n    command: 'true'\nsteps:\n  - sleep: 1s\n"
+    )
+    done = replay("--check", str(bad))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert (
+        f"{bad}:6:11: drivers[0].name: bad value '../../kd-escaped': the DRA driver name it registers:"
+        " a lowercase DNS subdomain such as gpu.example.com"
+    ) in done.stderr

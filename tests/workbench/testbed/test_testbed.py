@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kubelet_dra.kubelet.kubelet import NodeOptions
 from kubelet_dra.peers.api import dra_v1_pb2
 from kubelet_dra.peers.errors import StateError, UsageError
 from kubelet_dra.workbench.testbed import DriverSpec, Testbed, TestbedOptions, command_words, manifests, objects
@@ -201,3 +202,31 @@ def test_given_directories_must_exist(tmp_path):
     with pytest.raises(UsageError) as caught:
         Testbed(TestbedOptions(registry_dir=str(tmp_path), cdi_root=str(tmp_path / "missing")))
     assert f"the CDI root {tmp_path / 'missing'} is not a directory" in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["../kd-escaped", "a/b", "/tmp/kd-escaped"])
+def test_a_driver_name_that_is_no_dir_name_is_refused_before_a_dir_is_made(name: str):
+    with pytest.raises(UsageError) as caught:
+        DriverSpec(name, command="true")
+    assert "is not a lowercase DNS subdomain" in str(caught.value)
+    assert "driver name" in str(caught.value)
+
+
+async def test_the_state_dir_is_the_testbeds_own_and_one_testbeds_at_a_time(short_dir: Path):
+    """A state dir holding a kubelet's checkpoint is refused, nothing written beside it; one the testbed marked is
+    locked while its node runs, and its own again once it stopped."""
+    foreign = short_dir / "kubelet"
+    foreign.mkdir()
+    (foreign / "dra_manager_state").write_bytes(b'{"Data":"{}","Checksum":0}')
+    with pytest.raises(UsageError, match="was not written by kubelet-dra"):
+        async with Testbed(TestbedOptions(node=NodeOptions(state_dir=str(foreign)), control_plane=False)):
+            pass
+    assert [path.name for path in foreign.iterdir()] == ["dra_manager_state"]
+
+    own = TestbedOptions(node=NodeOptions(state_dir=str(short_dir / "state")), control_plane=False)
+    async with Testbed(own):
+        with pytest.raises(UsageError, match="is in use by another kubelet-dra node or tool"):
+            async with Testbed(own):
+                pass
+    async with Testbed(own) as bed:
+        assert bed.node_running
