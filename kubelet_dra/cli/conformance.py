@@ -203,9 +203,11 @@ def run(args: argparse.Namespace) -> int:
         runs = asyncio.run(_run(target, kubelets, options, selection, total=len(selected) * len(kubelets), live=text))
     if args.junit:
         report.write_junit(args.junit, runs)
+    output.in_ci(report.SUITE_NAME, report.headline(runs), report.cases(runs), json_output=not text)
     if text:
         console = output.console()
-        console.print(report.table(runs))
+        # in a pipe (a CI log) the lines printed per check are the table already: the headline sums them up
+        console.print(report.table(runs) if console.is_terminal else report.headline(runs), markup=False)
         console.print(report.failures(runs), markup=False, highlight=False)
     else:
         output.print_json(runs.to_json())

@@ -105,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
         results = asyncio.run(_replay_all(scenarios, faults, keep=args.keep, live=text, real=real, manager=manager))
     if args.junit:
         report.write_junit(args.junit, results)
+    output.in_ci(report.SUITE, report.headline(results), report.cases(results), json_output=not text)
     if text:
         console = output.console()
         console.print(report.summary(results))

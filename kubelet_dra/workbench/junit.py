@@ -36,6 +36,10 @@ class Case:
     """The long text: recorded calls, logs; goes into the failure body or ``system-out``."""
     properties: tuple[tuple[str, str], ...] = ()
     """Name and value pairs a CI system shows beside the case (a conformance check's level)."""
+    file: str = ""
+    """The file the case comes from (a scenario file), as given; empty when none."""
+    line: int = 0
+    """Its line in ``file``; 0 when unknown."""
 
 
 def document(suite: str, cases: Sequence[Case]) -> bytes:
@@ -52,6 +56,10 @@ def document(suite: str, cases: Sequence[Case]) -> bytes:
     )
     for case in cases:
         element = ET.SubElement(root, "testcase", name=case.name, classname=case.classname, time=f"{case.seconds:.3f}")
+        if case.file:
+            element.set("file", case.file)
+        if case.file and case.line:
+            element.set("line", str(case.line))
         properties = case.properties + ((("warning", case.message),) if case.result == WARNING else ())
         if properties:
             listing = ET.SubElement(element, "properties")

@@ -1,8 +1,8 @@
 """The checks as the docs show them: their count and the table of every check, written from the checks themselves.
 
 ``python -m kubelet_dra.workbench.conformance.catalog FILE...`` rewrites the generated parts of the given Markdown
-files in place (``--check``: only says which are out of date, exit 1); a test runs the check on the
-README and ``docs/``, so the docs cannot drift from the code.
+files in place (``--check``: only says which are out of date, exit 1; a table missing one of its markers is
+exit 2); a test runs the check on the README and ``docs/``, so the docs cannot drift from the code.
 """
 
 from __future__ import annotations
@@ -46,14 +46,21 @@ def table(checks: Sequence[Check]) -> str:
     return "\n".join(lines)
 
 
+class MarkerMissing(ValueError):
+    """A page has one marker of the check table without the other: the table would go unchecked."""
+
+
 def updated(text: str, checks: Sequence[Check]) -> str:
     """``text`` with its counts and its generated table (between the markers) as the checks say."""
     text = _NAMED.sub(f"{len(checks)} named checks", text)
     text = _SUMMARY.sub(summary(checks), text)
     start, end = text.find(TABLE_START), text.find(TABLE_END)
-    if start >= 0 and end > start:
-        text = text[: start + len(TABLE_START)] + "\n" + table(checks) + "\n" + text[end:]
-    return text
+    if start < 0 and end < 0:
+        return text
+    if start < 0 or end < start:
+        missing, where = (TABLE_START, "before its header") if start < 0 else (TABLE_END, "after its last row")
+        raise MarkerMissing(f"the check table lacks its marker {missing}: add it on a line of its own {where}")
+    return text[: start + len(TABLE_START)] + "\n" + table(checks) + "\n" + text[end:]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -65,7 +72,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     stale = []
     for path in args.files:
         text = path.read_text(encoding="utf-8")
-        if (new := updated(text, checks)) != text:
+        try:
+            new = updated(text, checks)
+        except MarkerMissing as err:
+            print(f"{path}: {err}", file=sys.stderr)
+            return 2
+        if new != text:
             stale.append(str(path))
             if not args.check:
                 path.write_text(new, encoding="utf-8")

@@ -96,15 +96,21 @@ def summary(results: list[CheckResult]) -> str:
     return text + (f", {tally[NOT_RUN]} not run (because of {', '.join(causes)})" if causes else "")
 
 
-def table(runs: ReleaseRuns) -> Table:
-    """The final table: id, level, title, a result column per kubelet release, duration, reason."""
+def headline(runs: ReleaseRuns) -> str:
+    """The run in one line: the driver, and per kubelet release the tally and how long it took."""
     suites = runs.suites
     name = next((suite.capabilities.driver_name for suite in suites if suite.capabilities.driver_name), "driver")
     per_release = "; ".join(
         f"kubelet {suite.kubelet_version}: {summary(list(suite.results))} in {suite.seconds:.1f} s" for suite in suites
     )
     strict = " (--strict: should-findings fail)" if any(suite.strict for suite in suites) else ""
-    grid = Table(title=f"{name}: {per_release}{strict}", title_justify="left", expand=False)
+    return f"{name}: {per_release}{strict}"
+
+
+def table(runs: ReleaseRuns) -> Table:
+    """The final table: id, level, title, a result column per kubelet release, duration, reason."""
+    suites = runs.suites
+    grid = Table(title=escape(headline(runs)), title_justify="left", expand=False)
     grid.add_column("id")
     grid.add_column("level")
     grid.add_column("title", overflow="fold")
@@ -188,16 +194,20 @@ def _cut(message: object) -> str:
     return text if len(text) <= MESSAGE_WIDTH else text[: MESSAGE_WIDTH - 1] + "…"
 
 
-def write_junit(path: str | Path, runs: ReleaseRuns) -> Path:
-    """The results of every run as one JUnit test suite; a failure or warning carries its reason and calls,
-    each case its level and the sentence it enforces as properties."""
+def cases(runs: ReleaseRuns) -> list[junit.Case]:
+    """The results of every run as test cases; a failure or warning carries its reason and calls, each case its
+    level and the sentence it enforces as properties."""
     several = len(runs.suites) > 1
-    cases = [
+    return [
         _case(result, f" [kubelet {suite.kubelet_version}]" if several else "")
         for suite in runs.suites
         for result in suite.results
     ]
-    return junit.write(path, SUITE_NAME, cases)
+
+
+def write_junit(path: str | Path, runs: ReleaseRuns) -> Path:
+    """The results of every run as one JUnit test suite."""
+    return junit.write(path, SUITE_NAME, cases(runs))
 
 
 def _case(result: CheckResult, release: str) -> junit.Case:

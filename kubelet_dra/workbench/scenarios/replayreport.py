@@ -28,8 +28,7 @@ def line(result: StepResult) -> str:
 
 
 def summary(results: Sequence[ScenarioResult]) -> Table:
-    passed = sum(result.passed for result in results)
-    table = Table(title=f"kubelet-dra replay: {passed} of {len(results)} scenario(s) passed")
+    table = Table(title=headline(results))
     # A name is never cut (the column is as wide as the longest); what broke first goes on a line of its own
     # under the name, folded in that width, instead of a column that takes room from every row.
     longest = max((len(result.name) for result in results), default=0)
@@ -93,15 +92,34 @@ def to_json(results: Sequence[ScenarioResult]) -> dict[str, Any]:
     }
 
 
-def write_junit(path: str | Path, results: Sequence[ScenarioResult]) -> Path:
-    """One test case per step and expectation, grouped by scenario (``classname``); a staging error is one case."""
-    cases: list[junit.Case] = []
+def headline(results: Sequence[ScenarioResult]) -> str:
+    passed = sum(result.passed for result in results)
+    return f"kubelet-dra replay: {passed} of {len(results)} scenario(s) passed"
+
+
+def cases(results: Sequence[ScenarioResult]) -> list[junit.Case]:
+    """One test case per step and expectation, grouped by scenario (``classname``), each at its file and line;
+    a staging error is one case."""
+    found: list[junit.Case] = []
     for result in results:
         classname = f"scenario.{result.name}"
         if result.error:
-            cases.append(junit.Case("staging", classname, result.seconds, junit.ERROR, result.error))
-        cases += [
-            junit.Case(step.name, classname, step.seconds, step.result, step.message, step.details)
+            found.append(junit.Case("staging", classname, result.seconds, junit.ERROR, result.error, file=result.path))
+        found += [
+            junit.Case(
+                step.name,
+                classname,
+                step.seconds,
+                step.result,
+                step.message,
+                step.details,
+                file=result.path,
+                line=step.line,
+            )
             for step in result.results
         ]
-    return junit.write(path, SUITE, cases)
+    return found
+
+
+def write_junit(path: str | Path, results: Sequence[ScenarioResult]) -> Path:
+    return junit.write(path, SUITE, cases(results))

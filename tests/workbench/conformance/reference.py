@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import shlex
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from kubelet_dra.workbench.conformance.target import Target
 from kubelet_dra.workbench.testbed import REFERENCE_DRIVER, DriverSpec, Testbed, TestbedOptions
@@ -24,12 +24,17 @@ def with_fault(knob: str, value: str = "true") -> str:
 
 
 @contextlib.asynccontextmanager
-async def already_running() -> AsyncIterator[Target]:
+async def already_running(
+    cluster: Callable[[Testbed], Awaitable[object]] | None = None,
+) -> AsyncIterator[Target]:
     """The reference driver started by somebody else, and the target that attaches the suite to it. Only the
-    driver and its API server stay: a second kubelet or control plane would race the suite's for its pods."""
+    driver and its API server stay: a second kubelet or control plane would race the suite's for its pods.
+    ``cluster`` adds what else the cluster holds (another node's objects, say) before the suite attaches."""
     async with Testbed(TestbedOptions(control_plane=False)) as outer:
         await outer.add_driver(DriverSpec(GPU, extra_args=("--devices", "4", "--republish-delay", "1")))
         await outer.stop_node()
+        if cluster is not None:
+            await cluster(outer)
         yield Target(
             registry_dir=str(outer.registry_dir), kubeconfig=str(outer.kubeconfig), cdi_root=str(outer.cdi_root)
         )

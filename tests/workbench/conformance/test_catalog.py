@@ -19,7 +19,20 @@ def test_the_docs_say_what_the_checks_say() -> None:
     assert done.returncode == 0, (
         f"{done.stderr}rewrite with: python -m kubelet_dra.workbench.conformance.catalog README.md docs/*.md"
     )
-    assert TABLE_START in (ROOT / "docs" / "conformance.md").read_text()
+    page = (ROOT / "docs" / "conformance.md").read_text()
+    assert TABLE_START in page and TABLE_END in page, "both markers, or the table goes unchecked"
+
+
+def test_a_table_missing_a_marker_is_an_error_naming_the_page_and_the_marker(tmp_path: Path) -> None:
+    rows = "| id | level |\n|---|---|\n| `REG-001` | must |\n"
+    for marker, text in ((TABLE_END, f"{TABLE_START}\n{rows}\nend\n"), (TABLE_START, f"{rows}{TABLE_END}\n")):
+        page = tmp_path / "page.md"
+        page.write_text(text)
+        command = [sys.executable, "-m", "kubelet_dra.workbench.conformance.catalog", "--check", str(page)]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        assert done.returncode == 2, done
+        assert done.stderr.startswith(f"{page}: the check table lacks its marker {marker}"), done.stderr
+        assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1, done.stderr
 
 
 def test_a_wrong_count_or_a_stale_row_is_rewritten_and_flagged(tmp_path: Path) -> None:

@@ -230,3 +230,15 @@ async def test_a_driver_failing_only_its_first_registration_attempt_registers_wi
     shutil.rmtree(suite.testbed["workdir"])
     assert "GetInfo err=warming-up" in log, "the node's first attempt failed"
     assert suite.ids("passed") == ["REG-002"], suite.by_id()["REG-002"].reason
+
+
+async def test_a_check_blocked_by_a_refused_claim_returns_at_once_without_restarting_the_kubelet():
+    """LIF-007 restarts the kubelet and waits for the republish; when the driver refuses the suite's claim the
+    check is not run, so it must not pay that wait first (here the driver republishes after 20 s)."""
+    command = with_fault("require-all-devices") + " --republish-delay 20"
+    options = SuiteOptions(check_timeout=120, republish_within=30)
+    target = Target(driver_cmd=command, registration_timeout=REGISTERS_WITHIN)
+    suite = await run_suite(target, options, Selection(focus="^(CLM-001|LIF-007)$"))
+    blocked = suite.by_id()["LIF-007"]
+    assert blocked.result == "not run" and blocked.cause == "CLM-001", blocked.reason
+    assert blocked.seconds < 10, f"the blocked check took {blocked.seconds:.1f} s"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -12,9 +13,9 @@ LIBRARY = Path(__file__).resolve().parents[3] / "scenarios"
 QUICK = str(LIBRARY / "register-after-getinfo-failure.yaml")
 
 
-def replay(*args: str) -> subprocess.CompletedProcess[str]:
+def replay(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "kubelet_dra", "replay", *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "kubelet_dra", "replay", *args], capture_output=True, text=True, timeout=120, env=env
     )
 
 
@@ -89,3 +90,22 @@ def test_check_refuses_a_driver_name_that_would_make_dirs_outside_the_work_dir(t
         f"{bad}:6:11: drivers[0].name: bad value '../../kd-escaped': the DRA driver name it registers:"
         " a lowercase DNS subdomain such as gpu.example.com"
     ) in done.stderr
+
+
+def test_under_github_actions_a_broken_expectation_is_an_annotation_at_its_line_and_a_step_summary(tmp_path: Path):
+    summary = tmp_path / "step-summary.md"
+    env = {**os.environ, "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)}
+    done = replay(QUICK, "--fault", "gpu:getinfo-type=CSIPlugin", "--output", "json", env=env)
+    assert done.returncode == 1, done.stderr
+    assert json.loads(done.stdout)["passed"] is False, "the annotations leave the JSON document alone"
+    [annotation] = [line for line in done.stderr.splitlines() if line.startswith("::")]
+    line = next(
+        n for n, text in enumerate(Path(QUICK).read_text().splitlines(), 1) if "registered once GetInfo" in text
+    )
+    assert annotation.startswith(f"::error file={QUICK},line={line},title=registered once GetInfo answers::"), (
+        annotation
+    )
+    assert "expected gpu.example.com registered=true" in annotation
+    text = summary.read_text()
+    assert text.startswith("### kubelet-dra replay\n\nkubelet-dra replay: 0 of 1 scenario(s) passed\n"), text
+    assert "| ✗ failed | registered once GetInfo answers | expected gpu.example.com registered=true" in text

@@ -234,6 +234,7 @@ async def crash(ctx: CheckContext) -> None:
     ),
 )
 async def node_restart(ctx: CheckContext) -> None:
+    await ctx.require_accepted()  # before the restart: a check blocked by a refused claim returns at once
     restart = await kubelet_restart(ctx)
     ctx.expect(
         not restart.registration,
