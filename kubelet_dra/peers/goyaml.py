@@ -66,22 +66,36 @@ class _Composer(yaml.SafeLoader):
 
 def compose(text: str | bytes) -> yaml.Node | None:
     """The document's node graph, or ``yaml.YAMLError`` (``GoYAMLError`` for what go-yaml refuses)."""
-    composer = _Composer(text)
-    try:
-        node = composer.get_single_node()
-    except RecursionError:
-        raise GoYAMLError("yaml: nested deeper than this process can read", _NEST_LESS) from None
-    finally:
-        composer.dispose()
-    if node is not None:
-        _check_aliases(node, composer.anchor_names)
-    return node  # type: ignore[no-any-return]
+    nodes = _compose(text, all_documents=False)
+    return nodes[0] if nodes else None
 
 
 def load(text: str | bytes) -> Any:
     """``yaml.safe_load`` within go-yaml's bounds (aliased values shared, as PyYAML builds them)."""
     node = compose(text)
     return None if node is None else yaml.SafeLoader("").construct_document(node)
+
+
+def load_all(text: str | bytes) -> list[Any]:
+    """``yaml.safe_load_all`` within go-yaml's bounds, each document counted on its own as go-yaml does."""
+    return [yaml.SafeLoader("").construct_document(node) for node in _compose(text, all_documents=True)]
+
+
+def _compose(text: str | bytes, *, all_documents: bool) -> list[yaml.Node]:
+    composer = _Composer(text)
+    nodes: list[yaml.Node] = []
+    try:
+        if not all_documents:
+            nodes = [node for node in [composer.get_single_node()] if node is not None]
+        while all_documents and composer.check_node():
+            nodes += [node for node in [composer.get_node()] if node is not None]
+    except RecursionError:
+        raise GoYAMLError("yaml: nested deeper than this process can read", _NEST_LESS) from None
+    finally:
+        composer.dispose()
+    for node in nodes:
+        _check_aliases(node, composer.anchor_names)
+    return nodes
 
 
 def _check_aliases(root: yaml.Node, anchor_names: dict[int, str]) -> None:
