@@ -153,3 +153,15 @@ def test_yaml_aliases_that_expand_a_body_are_400_as_go_yaml_refuses_them(apiserv
     few = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: few}\ndata: {a: &v x, b: *v}\n"
     response = apiserver.request("POST", CONFIG_MAPS, body=few.encode(), headers={"Content-Type": "application/yaml"})
     assert response.status == 201 and json.loads(response.data)["data"] == {"a": "x", "b": "x"}, response.data
+
+
+def test_a_yaml_body_nested_deeper_than_libyaml_accepts_is_400_at_once(apiserver: ServerThread):
+    """PyYAML reads nested flow collections in time growing with the square of the depth: 50,000 levels held the
+    server for longer than a client waits."""
+    for depth, code in ((999, 201), (50_000, 400)):
+        body = f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: deep-{depth}}}\nx: {'[' * depth}{']' * depth}\n"
+        response = apiserver.request(
+            "POST", CONFIG_MAPS, body=body.encode(), headers={"Content-Type": "application/yaml"}
+        )
+        assert response.status == code, response.data[:300]
+    assert "yaml: exceeded max depth of 1000" in json.loads(response.data)["message"]
