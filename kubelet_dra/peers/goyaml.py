@@ -23,7 +23,7 @@ _RATIO_HIGH = 4_000_000
 
 
 class GoYAMLError(yaml.YAMLError):
-    """A document go-yaml refuses although PyYAML would read it; the text is go-yaml's, ``fix`` says what to do."""
+    """A document refused although PyYAML would read it: go-yaml's words where it has them; ``fix`` says what to do."""
 
     def __init__(self, message: str, fix: str) -> None:
         super().__init__(message)
