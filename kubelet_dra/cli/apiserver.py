@@ -14,6 +14,7 @@ from pathlib import Path
 
 from kubelet_dra.cli import output
 from kubelet_dra.cli.command import Command
+from kubelet_dra.peers.apiserver.fielderrors import dns1123_subdomain_errors
 from kubelet_dra.peers.apiserver.server import EmbeddedAPIServer, ListenAddress
 from kubelet_dra.peers.errors import UsageError
 
@@ -76,6 +77,13 @@ def check_flags(args: argparse.Namespace) -> None:
             where="--node",
             fix="add --node-restricted, or drop --node",
         )
+    for node in args.node:
+        if problems := dns1123_subdomain_errors(node):
+            raise UsageError(
+                f"{node!r} is not a node name: {problems[0]}",
+                where="--node",
+                fix="name the node as Kubernetes names nodes (it names the node's kubeconfig file too)",
+            )
     if args.data_dir and Path(args.data_dir).exists() and not Path(args.data_dir).is_dir():
         raise UsageError(f"{args.data_dir} is not a directory", where="--data-dir", fix="give a directory path")
 

@@ -8,6 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
+import pytest
 from helpers import eventually, kubelet_dra
 from nodeenv import GPU, NodeEnv
 
@@ -137,3 +138,23 @@ async def test_a_file_that_is_not_a_recording_is_named_with_its_line(tmp_path: P
     bad.write_text(json.dumps(call("NodePrepareResources", 1, "u", "c")) + "\n{not json\n")
     code, _, err = await kubelet_dra("calls", "diff", good, str(bad))
     assert code == 2 and f"{bad}:2" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (json.dumps({**call("NodePrepareResources", 1, "u", "c"), "started_at": "1"}).encode(), 'started_at is "1"'),
+        (json.dumps({**call("NodePrepareResources", 1, "u", "c"), "method": 5}).encode(), "method is 5, not a string"),
+        (json.dumps({**call("NodePrepareResources", 1, "u", "c"), "duration": [1]}).encode(), "duration is [1]"),
+        (json.dumps({**call("NodePrepareResources", 1, "u", "c"), "details": {}}).encode(), "details is {}"),
+        (json.dumps(call("NodePrepareResources", 1, "u", "c")).encode()[:-1] + b', "x": "\xff"}', "not UTF-8 text"),
+        (b"[" * 100_000, "nested too deep"),
+    ],
+)
+async def test_a_record_of_the_wrong_shape_is_named_with_its_line(tmp_path: Path, line: bytes, message: str) -> None:
+    good = write(tmp_path / "good.jsonl", call("NodePrepareResources", 1, "u", "c"))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(json.dumps(call("NodePrepareResources", 1, "u", "c")).encode() + b"\n" + line + b"\n")
+    code, _, err = await kubelet_dra("calls", "diff", good, str(bad))
+    assert code == 2 and f"{bad}:2: {message}" in err, err[-600:]
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err[-600:]

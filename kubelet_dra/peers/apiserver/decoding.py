@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 
 from kubelet_dra.peers.apiserver import status
-from kubelet_dra.peers.apiserver.persistence import StoredObject
+from kubelet_dra.peers.apiserver.persistence import StoredObject, delete_fix
 from kubelet_dra.peers.apiserver.resources import RESOURCES, ResourceType
 from kubelet_dra.peers.apiserver.status import ApiError
 from kubelet_dra.peers.errors import StateError
@@ -120,11 +120,9 @@ def check_stored(objects: Iterable[StoredObject], path: Path) -> None:
         except TypedDecodeError as err:
             broken.append(f"  {stored.resource or 'core'} {stored.key}: {err}")
     if broken:
-        deletes = "DELETE FROM objects WHERE resource = '<resource>' AND key = '<key>'"
         raise StateError(
             f"{len(broken)} stored object(s) do not decode into their kind, and Go clients could not read them",
             where=str(path),
-            fix=f'delete each with sqlite3 {path} "{deletes}" (resource "/configmaps" for core kinds), or start'
-            " with an empty --data-dir",
+            fix=delete_fix(path),
             details="\n".join(broken),
         )

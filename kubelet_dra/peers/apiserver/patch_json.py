@@ -86,15 +86,16 @@ def _operation_value(operation: dict[str, Any]) -> Any:
 
 
 def _pointer(path: str) -> list[str]:
-    if path == "":
-        return [""]
     if not path.startswith("/"):
         raise _PatchFailed(f'invalid JSON pointer "{path}"')
     return ["", *(token.replace("~1", "/").replace("~0", "~") for token in path[1:].split("/"))]
 
 
 def _parent(root: dict[str, Any], path: str, kind: str) -> tuple[Any, str]:
-    """The container holding the last token of ``path``, and that token."""
+    """The container holding the last token of ``path``, and that token; the whole document ("") has none,
+    so as in kube-apiserver's JSON patch it can be read (test, copy) but not added, removed or replaced."""
+    if path == "":
+        raise _PatchFailed(f"{kind} operation does not apply: doc is missing path: {path}")
     tokens = _pointer(path)
     node: Any = root
     for token in tokens[:-1]:
@@ -113,6 +114,8 @@ def _child(node: Any, token: str) -> Any:
 
 
 def _pointer_get(root: dict[str, Any], path: str, kind: str) -> Any:
+    if path == "":
+        return root[""]
     parent, token = _parent(root, path, kind)
     value = _child(parent, token)
     if value is MISSING:

@@ -2,13 +2,15 @@
 
 ``$patch`` (replace, delete, merge), ``$retainKeys``, ``$deleteFromPrimitiveList/<list>`` and
 ``$setElementOrder/<list>`` act as in kube-apiserver; lists without a merge key are replaced,
-``metadata.finalizers`` is merged as a set.
+``metadata.finalizers`` is merged as a set. A directive whose value is not a list is a 400 in
+kube-apiserver's words (``invalid patch format of ...``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kubelet_dra.peers.apiserver import status
 from kubelet_dra.peers.apiserver.documents import same
 
 Path = tuple[str, ...]
@@ -37,12 +39,16 @@ MERGE_SETS: frozenset[tuple[str, ...]] = frozenset({("metadata", "finalizers")})
 
 _DELETE_FROM = "$deleteFromPrimitiveList/"
 _ORDER = "$setElementOrder/"
+_RETAIN = "$retainKeys"
+_LIST_DIRECTIVES = {_DELETE_FROM: "primitive list", _ORDER: "setElementOrder list", _RETAIN: "retainKeys"}
+"""Directives whose value must be a list, and the name kube-apiserver's refusal gives each (mergepatch's errors)."""
 
 
 def strategic_merge(original: dict[str, Any], patch: dict[str, Any], path: Path = ()) -> dict[str, Any]:
     """Merge ``patch`` into ``original`` with the core types' list strategies and the SMP directives."""
     if patch.get("$patch") == "replace":
         return _strip_directives(patch)
+    _check_list_directives(patch)
     result = dict(original)
     for key, value in patch.items():
         if key.startswith("$"):
@@ -65,10 +71,17 @@ def strategic_merge(original: dict[str, Any], patch: dict[str, Any], path: Path 
         field = key.removeprefix(_ORDER)
         if key.startswith(_ORDER) and isinstance(result.get(field), list):
             result[field] = _reorder(result[field], order, MERGE_KEYS.get((*path, field)))
-    retain = patch.get("$retainKeys")
+    retain = patch.get(_RETAIN)
     if isinstance(retain, list):
         result = {k: v for k, v in result.items() if k in retain}
     return result
+
+
+def _check_list_directives(patch: dict[str, Any]) -> None:
+    for key, value in patch.items():
+        for prefix, name in _LIST_DIRECTIVES.items():
+            if key.startswith(prefix) and not isinstance(value, list):
+                raise status.bad_request(f"invalid patch format of {name}")
 
 
 def _merge_list(original: list[Any], patch: list[Any], path: Path) -> list[Any]:

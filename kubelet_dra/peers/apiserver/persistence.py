@@ -6,6 +6,8 @@ resourceVersions stay comparable). Each write is one fully synced transaction (W
 ``synchronous=FULL``): an acknowledged write survives a crash. Holding every object, the file is its
 owner's alone (0600, and so are its journal files: SQLite gives them the database's mode) and is never
 reached through a link (``datafiles``).
+A file that is not such a database, or a row that is not an object, stops the server with a
+StateError naming it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 import attrs
 
 from kubelet_dra.peers.datafiles import open_private, private_dir, refusal
-from kubelet_dra.peers.errors import ConfigError
+from kubelet_dra.peers.errors import ConfigError, StateError
 
 FILE_NAME = "apiserver.sqlite3"
 _SCHEMA = (
@@ -44,6 +46,15 @@ class Contents:
     objects: list[StoredObject]
 
 
+def delete_fix(path: Path) -> str:
+    """How to remove stored objects the server cannot serve."""
+    deletes = "DELETE FROM objects WHERE resource = '<resource>' AND key = '<key>'"
+    return (
+        f'delete each with sqlite3 {path} "{deletes}" (resource "/configmaps" for core kinds), or start'
+        " with an empty --data-dir"
+    )
+
+
 class Persistence:
     """The SQLite file under ``data_dir`` (created if missing); ``close()`` when done."""
 
@@ -59,19 +70,46 @@ class Persistence:
                     fix="give --data-dir a directory of your own",
                 ) from None
         self._db = sqlite3.connect(self.path)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        with self._db:
-            for statement in _SCHEMA:
-                self._db.execute(statement)
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            with self._db:
+                for statement in _SCHEMA:
+                    self._db.execute(statement)
+        except sqlite3.Error as err:
+            self._db.close()
+            raise self._unusable(err) from None
 
     def load(self) -> Contents:
-        row = self._db.execute("SELECT value FROM counters WHERE name = 'resourceVersion'").fetchone()
-        objects = [
-            StoredObject(resource, key, json.loads(body))
-            for resource, key, body in self._db.execute("SELECT resource, key, body FROM objects")
-        ]
+        try:
+            row = self._db.execute("SELECT value FROM counters WHERE name = 'resourceVersion'").fetchone()
+            rows = self._db.execute("SELECT resource, key, body FROM objects").fetchall()
+        except sqlite3.Error as err:
+            raise self._unusable(err) from None
+        if row is not None and (isinstance(row[0], bool) or not isinstance(row[0], int)):
+            raise self._unusable(f"the resourceVersion counter is {row[0]!r}, not a number")
+        objects, broken = [], []
+        for resource, key, body in rows:
+            stored = _stored_object(resource, key, body)
+            if stored is None:
+                broken.append(f"  {resource or 'core'} {key}: not a JSON object with metadata")
+            else:
+                objects.append(stored)
+        if broken:
+            raise StateError(
+                f"{len(broken)} stored object(s) are not objects the server can read",
+                where=str(self.path),
+                fix=delete_fix(self.path),
+                details="\n".join(broken),
+            )
         return Contents(resource_version=row[0] if row else 0, objects=objects)
+
+    def _unusable(self, why: object) -> StateError:
+        return StateError(
+            f"not an API server database: {why}",
+            where=str(self.path),
+            fix="move the file aside to start with no objects, or give another --data-dir",
+        )
 
     def write(self, resource: str, key: str, obj: dict[str, Any] | None, resource_version: int) -> None:
         """Store ``obj`` under (resource, key), or delete it when None, together with the counter."""
@@ -94,3 +132,16 @@ class Persistence:
 def _journals(path: Path) -> tuple[Path, Path]:
     """The files SQLite keeps beside a database in WAL mode."""
     return path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")
+
+
+def _stored_object(resource: object, key: object, body: object) -> StoredObject | None:
+    """The row as an object, or None when it is not one (a file edited or damaged outside the server)."""
+    if not isinstance(resource, str) or not isinstance(key, str) or not isinstance(body, str):
+        return None
+    try:
+        obj = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
+        return None
+    return StoredObject(resource, key, obj)

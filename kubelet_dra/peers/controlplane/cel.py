@@ -20,7 +20,8 @@ from kubernetes.utils.quantity import parse_quantity
 
 
 class SelectorError(ValueError):
-    """An expression does not compile, fails at run time or does not yield a bool."""
+    """An expression does not compile (or nests deeper than Python evaluates), fails at run time or does not yield a
+    bool: its claim cannot be allocated, and the other claims still are."""
 
 
 @attrs.frozen
@@ -61,6 +62,8 @@ def _program(expression: str) -> celpy.Runner:
         return environment.program(environment.compile(expression), functions=_FUNCTIONS)
     except celpy.CELParseError as err:
         raise SelectorError(f"invalid CEL expression {expression!r}: {err}") from err
+    except RecursionError:
+        raise SelectorError(f"invalid CEL expression {expression[:40]!r}...: nested too deep") from None
 
 
 def _qualified(name: str, driver: str) -> tuple[str, str]:
@@ -109,6 +112,8 @@ def matches(expression: str, device: celtypes.MapType) -> bool:
     except celpy.CELEvalError as err:
         reason = str(err.args[0]).split(" (in activation")[0]  # the evaluator appends every variable it had
         raise SelectorError(f"CEL expression {expression!r} failed: {reason}") from err
+    except RecursionError:
+        raise SelectorError(f"CEL expression {expression[:40]!r}... failed: nested too deep") from None
     if not isinstance(result, celtypes.BoolType):
         raise SelectorError(f"CEL expression {expression!r} must yield a bool, not {type(result).__name__}")
     return bool(result)

@@ -94,15 +94,21 @@ def _single_to_json(field: FieldDescriptor, value: Any) -> Any:
 def _time_to_json(message: Message) -> str | None:
     if not message.seconds:
         return None
-    moment = datetime.datetime.fromtimestamp(message.seconds, datetime.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _utc(message.seconds).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _micro_time_to_json(message: Message) -> str | None:
     if not message.seconds and not message.nanos:
         return None
-    moment = datetime.datetime.fromtimestamp(message.seconds, datetime.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{message.nanos // 1000:06d}Z"
+    return _utc(message.seconds).strftime("%Y-%m-%dT%H:%M:%S.") + f"{message.nanos // 1000:06d}Z"
+
+
+def _utc(seconds: int) -> datetime.datetime:
+    """The moment ``seconds`` after the epoch; ProtobufError beyond the years RFC 3339 can write (1 to 9999)."""
+    try:
+        return datetime.datetime.fromtimestamp(seconds, datetime.UTC)
+    except (OverflowError, OSError, ValueError):
+        raise ProtobufError(f"a time {seconds} seconds from 1970 is outside the years 1 to 9999") from None
 
 
 def _raw_to_json(raw: bytes, where: str) -> Any:
@@ -112,6 +118,8 @@ def _raw_to_json(raw: bytes, where: str) -> Any:
         return json.loads(raw)
     except ValueError as err:
         raise ProtobufError(f"{where} does not hold JSON: {err}") from err
+    except RecursionError:
+        raise ProtobufError(f"{where} holds JSON nested too deep to read") from None
 
 
 def _int_or_string_to_json(message: Message) -> int | str:

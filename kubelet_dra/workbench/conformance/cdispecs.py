@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 import yaml
 
+from kubelet_dra.peers import goyaml
 from kubelet_dra.peers.errors import DriverError
 
 DEFAULT_ROOTS: tuple[Path, ...] = (Path("/etc/cdi"), Path("/var/run/cdi"))
@@ -94,9 +95,11 @@ def _parse_spec(path: Path) -> dict[str, ContainerEdits]:
     """The devices a spec file declares, by full CDI ID, with spec-level edits already merged in."""
     try:
         text = path.read_text(encoding="utf-8")
-        spec = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        spec = json.loads(text) if path.suffix == ".json" else goyaml.load(text)
     except (OSError, ValueError, yaml.YAMLError) as err:
         raise _Malformed(f"cannot parse: {err}") from None
+    except RecursionError:
+        raise _Malformed("cannot parse: nested too deep to read") from None
     if not isinstance(spec, dict):
         raise _Malformed("not a CDI spec (expected an object)")
     version, kind, devices = spec.get("cdiVersion"), spec.get("kind"), spec.get("devices")

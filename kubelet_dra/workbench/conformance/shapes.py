@@ -24,6 +24,7 @@ from typing import Any
 import attrs
 import yaml
 
+from kubelet_dra.peers import goyaml
 from kubelet_dra.peers.controlplane.allocator import Unsatisfiable, allocate
 from kubelet_dra.peers.errors import ConfigError
 from kubelet_dra.workbench.testbed import manifests
@@ -114,11 +115,10 @@ def load(paths: Iterable[str]) -> ClaimShapes:
 
 def _documents(path: Path) -> list[Any]:
     try:
-        documents = [document for document in yaml.safe_load_all(path.read_text()) if document is not None]
-    except OSError as err:
-        raise ConfigError(
-            f"cannot read the claim file: {err.strerror or err}", where=str(path), fix="give a YAML file"
-        ) from None
+        documents = [document for document in goyaml.load_all(path.read_text(encoding="utf-8")) if document is not None]
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror or err if isinstance(err, OSError) else "not UTF-8 text"
+        raise ConfigError(f"cannot read the claim file: {reason}", where=str(path), fix="give a YAML file") from None
     except yaml.YAMLError as err:
         raise ConfigError(f"the claim file is not valid YAML: {err}", where=str(path), fix="fix its syntax") from err
     if not documents:

@@ -223,8 +223,9 @@ class _Suite:
     async def _use_device_class(self) -> None:
         """The DeviceClass checks allocate from: the one named, one from a manifest file, or one for all devices."""
         given = self.options.device_class
-        if given is None:
-            manifest = manifests.device_class(self.capabilities.driver_name, DEVICE_CLASS)
+        if given is None:  # a name of its own: another run's class is not this one's to replace or delete
+            manifest = manifests.device_class(self.capabilities.driver_name)
+            manifest["metadata"] = {"generateName": f"{DEVICE_CLASS}-"}
         elif Path(given).is_file():
             manifest = device_class_file(Path(given))
         else:
@@ -234,7 +235,18 @@ class _Suite:
                     fix="name an existing DeviceClass or a manifest file, or leave out --device-class",
                 )
             return
-        self.device_class = (await objects.apply(self.bed.kube, manifest))["metadata"]["name"]
+        try:
+            created = await self.bed.kube.request("POST", objects.manifest_path(manifest, name=False), body=manifest)
+        except KubeApiError as err:
+            if not err.conflict:
+                raise
+            name = manifest["metadata"]["name"]
+            raise UsageError(
+                f"DeviceClass {name} already exists: the suite creates the class of a manifest and deletes it after",
+                where=f"--device-class {given}",
+                fix=f"pass --device-class {name} to allocate from the class as it is, or rename the class in the file",
+            ) from None
+        self.device_class = created["metadata"]["name"]
         self._own_class = True
 
     async def _published(self) -> bool:

@@ -13,6 +13,7 @@ import attrs
 import yaml
 
 from kubelet_dra.kubelet.release import DEFAULT_RELEASE, KubeletRelease
+from kubelet_dra.peers import goyaml
 from kubelet_dra.peers.errors import UsageError
 from kubelet_dra.workbench.conformance.framework import TAGS, Check
 
@@ -95,16 +96,14 @@ def _pattern(text: str | None, flag: str) -> re.Pattern[str] | None:
 def device_class_file(path: Path) -> dict[str, Any]:
     """A DeviceClass manifest (YAML or JSON) from ``--device-class FILE``."""
     try:
-        manifest = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as err:
+        manifest = goyaml.load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
         raise UsageError(
             f"cannot read the DeviceClass manifest: {err}", where=str(path), fix="give a YAML file"
         ) from err
-    if (
-        not isinstance(manifest, dict)
-        or manifest.get("kind") != "DeviceClass"
-        or not manifest.get("metadata", {}).get("name")
-    ):
+    is_class = isinstance(manifest, dict) and manifest.get("kind") == "DeviceClass"
+    metadata = manifest.get("metadata") if is_class else None
+    if not isinstance(metadata, dict) or not metadata.get("name"):
         raise UsageError(
             "the file is not a DeviceClass manifest with a name",
             where=str(path),

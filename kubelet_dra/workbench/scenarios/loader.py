@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from kubelet_dra.peers import goyaml
 from kubelet_dra.peers.errors import ConfigError
 from kubelet_dra.workbench.scenarios import schema, semantics
 from kubelet_dra.workbench.scenarios.build import build
@@ -35,8 +36,11 @@ def load(path: str | Path) -> Scenario:
 def loads(text: str, file: str = "<scenario>") -> Scenario:
     positions = Positions(file)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        document = yaml.safe_load(text)
+        node = goyaml.compose(text)
+        document = goyaml.load(text)
+    except goyaml.GoYAMLError as err:
+        message = f"YAML {str(err).removeprefix('yaml: ')}: {err.fix}"
+        raise ScenarioError([Issue(file, 1, 1, "", message)]) from None
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         where = position(mark) if mark else Position(1, 1)

@@ -8,7 +8,6 @@ message; the loader pins them to their lines.
 
 from __future__ import annotations
 
-import string
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -18,7 +17,7 @@ from kubelet_dra.peers.errors import UsageError
 from kubelet_dra.workbench.scenarios import schema
 from kubelet_dra.workbench.scenarios.schemabuilders import chosen
 from kubelet_dra.workbench.scenarios.validate import Path as FieldPath
-from kubelet_dra.workbench.testbed import PLACEHOLDERS
+from kubelet_dra.workbench.testbed import PLACEHOLDERS, placeholder_problem
 
 DRIVER_ACTIONS = ("start", "stop", "kill", "restart")
 CONTROL_ACTIONS = ("fault", "health", "blocked")
@@ -62,15 +61,11 @@ def _release_problems(section: Mapping[str, Any], path: FieldPath) -> Problems:
 
 
 def _placeholder_problems(command: str, path: FieldPath) -> Problems:
-    try:
-        names = [name for word in command.split() for _, name, _, _ in string.Formatter().parse(word) if name]
-    except ValueError as err:
-        yield path, f"bad placeholder syntax: {err} (double braces for a literal brace)"
-        return
-    for name in names:
-        if name not in PLACEHOLDERS:
+    for word in command.split():
+        if problem := placeholder_problem(word):
             allowed = " ".join("{" + placeholder + "}" for placeholder in PLACEHOLDERS)
-            yield path, f"unknown placeholder {{{name}}} (allowed: {allowed})"
+            yield path, f"{problem} (allowed: {allowed})"
+            return
 
 
 def _knob_problems(knob: str, value: Any, path: FieldPath) -> Problems:

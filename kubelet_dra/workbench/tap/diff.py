@@ -32,34 +32,50 @@ _SOCKET_PATH = re.compile(r"/[^\s\"'()\[\]]*/(?P<name>[^/\s\"'()\[\]]+\.sock)\b"
 the tap the kubelet names the tap's socket where it would name the driver's."""
 
 
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "method": (str,),
+    "status": (str,),
+    "started_at": (int, float),
+    "duration": (int, float, type(None)),
+    "details": (str, type(None)),
+}
+"""The fields the comparison reads, and what a recorder writes in them (``duration`` and ``details`` may be absent)."""
+_REQUIRED = ("method", "status", "started_at")
+_FIX = "give a file written by --record-calls or kubelet-dra tap"
+
+
 def load(path: str | Path) -> list[dict[str, Any]]:
     """The records of a JSON-lines file; a line that is not a record is a clear error naming it."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        data = Path(path).read_bytes()
     except OSError as err:
-        raise ConfigError(
-            f"cannot read the call record file: {err.strerror}",
-            where=str(path),
-            fix="give the path of a file written by --record-calls or kubelet-dra tap",
-        ) from err
+        raise ConfigError(f"cannot read the call record file: {err.strerror}", where=str(path), fix=_FIX) from err
     records = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
+    for number, raw in enumerate(data.splitlines(), 1):
+        if not raw.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise ConfigError("not UTF-8 text", where=f"{path}:{number}", fix=_FIX) from None
         except json.JSONDecodeError as err:
-            raise ConfigError(
-                f"not JSON: {err.msg}", where=f"{path}:{number}", fix="give a file written by --record-calls"
-            ) from None
-        if not isinstance(record, dict) or not {"method", "status", "started_at"} <= record.keys():
-            raise ConfigError(
-                "not a call record (it needs method, status and started_at)",
-                where=f"{path}:{number}",
-                fix="give a file written by --record-calls or kubelet-dra tap",
-            )
+            raise ConfigError(f"not JSON: {err.msg}", where=f"{path}:{number}", fix=_FIX) from None
+        except RecursionError:
+            raise ConfigError("nested too deep to be a call record", where=f"{path}:{number}", fix=_FIX) from None
+        if problem := _record_problem(record):
+            raise ConfigError(problem, where=f"{path}:{number}", fix=_FIX)
         records.append(record)
     return records
+
+
+def _record_problem(record: Any) -> str | None:
+    if not isinstance(record, dict) or not set(_REQUIRED) <= record.keys():
+        return f"not a call record (it needs {', '.join(_REQUIRED[:-1])} and {_REQUIRED[-1]})"
+    for field, types in _FIELD_TYPES.items():
+        value = record.get(field)
+        if isinstance(value, bool) or not isinstance(value, types):
+            return f"{field} is {json.dumps(value)[:40]}, not a {types[0].__name__.replace('str', 'string')}"
+    return None
 
 
 class _Placeholders:

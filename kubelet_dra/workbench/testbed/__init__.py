@@ -15,6 +15,7 @@ NAMES: dict[str, str] = {
     "DriverProcess": "kubelet_dra.workbench.testbed.drivers",
     "DriverSpec": "kubelet_dra.workbench.testbed.drivers",
     "command_words": "kubelet_dra.workbench.testbed.drivers",
+    "placeholder_problem": "kubelet_dra.workbench.testbed.drivers",
     "placeholder_values": "kubelet_dra.workbench.testbed.drivers",
     "Testbed": "kubelet_dra.workbench.testbed.bed",
     "TestbedOptions": "kubelet_dra.workbench.testbed.bed",

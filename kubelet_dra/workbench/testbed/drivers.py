@@ -70,8 +70,33 @@ def placeholder_values(
     }
 
 
+def placeholder_problem(word: str) -> str | None:
+    """What is wrong with the placeholders of one word of a driver command, or None: each is a bare known name."""
+    try:
+        fields = [
+            (name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(word) if name is not None
+        ]
+    except ValueError as err:
+        return f"bad placeholder syntax in {word!r}: {err} (double braces for a literal brace)"
+    for name, spec, conversion in fields:
+        if name not in PLACEHOLDERS:
+            return f"unknown placeholder {{{name}}}"
+        if spec or conversion:
+            written = f"{{{name}{'!' + conversion if conversion else ''}{':' + spec if spec else ''}}}"
+            return f"placeholder {written} takes no conversion or format, write {{{name}}}"
+    return None
+
+
 def command_words(template: str, values: Mapping[str, str], *, where: str) -> list[str]:
-    """The argv of ``template`` with its placeholders filled in; an unknown placeholder is a usage error."""
+    """The argv of ``template`` with its placeholders filled in; a malformed template is a usage error."""
+    try:
+        template.encode()
+    except UnicodeEncodeError:
+        raise UsageError(
+            "the driver command is not UTF-8 text",
+            where=where,
+            fix="write it in UTF-8 (e.g. a UTF-8 symlink to a path)",
+        ) from None
     try:
         # a command pasted from a shell script keeps its line continuations when quoted: they are spaces
         words = shlex.split(template.replace("\\\n", " "))
@@ -80,13 +105,12 @@ def command_words(template: str, values: Mapping[str, str], *, where: str) -> li
     if not words:
         raise UsageError("the driver command is empty", where=where, fix="give the command that starts the driver")
     for word in words:
-        for _, name, _, _ in string.Formatter().parse(word):
-            if name is not None and name not in PLACEHOLDERS:
-                raise UsageError(
-                    f"unknown placeholder {{{name}}} in the driver command",
-                    where=where,
-                    fix=f"use {', '.join('{' + p + '}' for p in PLACEHOLDERS)} (double braces for a literal brace)",
-                )
+        if problem := placeholder_problem(word):
+            raise UsageError(
+                f"{problem} in the driver command",
+                where=where,
+                fix=f"use {', '.join('{' + p + '}' for p in PLACEHOLDERS)} (double braces for a literal brace)",
+            )
     return [word.format_map(values) for word in words]
 
 

@@ -152,6 +152,11 @@ def test_text_output_tells_how_to_use_it(tmp_path: Path) -> None:
         (("--listen", "nonsense"), "--listen: cannot parse listen address 'nonsense'"),
         (("--listen", "0.0.0.0:6443"), "--allow-remote"),
         (("--listen", "127.0.0.1:0", "--node", "n1"), "--node: "),
+        (
+            ("--listen", "127.0.0.1:0", "--node-restricted", "--node", "a/b"),
+            "--node: 'a/b' is not a node name: a lowercase",
+        ),
+        (("--listen", "127.0.0.1:0", "--node-restricted", "--node", "../x"), "--node: '../x' is not a node name"),
     ],
 )
 def test_bad_flags_are_usage_errors(args: tuple[str, ...], expected: str) -> None:

@@ -128,3 +128,40 @@ def test_yaml_escaped_surrogates_are_mended_like_go_does(apiserver: ServerThread
     )
     assert apply.status == 200, apply.data
     assert json.loads(apply.data)["data"]["pair"] == "\U00010001"
+
+
+def nested_aliases(levels: int, indent: str = "") -> str:
+    """A few hundred bytes whose aliases expand 9× per level (the YAML of CVE-2019-11253)."""
+    lines = [f'{indent}a0: &a0 "lol"']
+    lines += [f"{indent}a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 9)}]" for n in range(1, levels + 1)]
+    return "\n".join(lines) + "\n"
+
+
+def test_yaml_aliases_that_expand_a_body_are_400_as_go_yaml_refuses_them(apiserver: ServerThread):
+    """go-yaml stops a decode that is mostly alias expansion, and an anchor holding itself, before anything grows."""
+    bomb = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: laughs}\nanchors:\n" + nested_aliases(7, indent="  ")
+    itself = "apiVersion: v1\nkind: ConfigMap\nmetadata: &m {name: itself, labels: *m}\n"
+    for body, error in ((bomb, "document contains excessive aliasing"), (itself, "anchor 'm' value contains itself")):
+        for method, path, content_type in (
+            ("POST", CONFIG_MAPS, "application/yaml"),
+            ("PATCH", f"{CONFIG_MAPS}/laughs?fieldManager=t", "application/apply-patch+yaml"),
+        ):
+            response = apiserver.request(method, path, body=body.encode(), headers={"Content-Type": content_type})
+            answer = json.loads(response.data)
+            assert (response.status, answer["kind"], answer["reason"]) == (400, "Status", "BadRequest"), answer
+            assert f"yaml: {error}" in answer["message"], answer
+    few = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: few}\ndata: {a: &v x, b: *v}\n"
+    response = apiserver.request("POST", CONFIG_MAPS, body=few.encode(), headers={"Content-Type": "application/yaml"})
+    assert response.status == 201 and json.loads(response.data)["data"] == {"a": "x", "b": "x"}, response.data
+
+
+def test_a_yaml_body_nested_deeper_than_libyaml_accepts_is_400_at_once(apiserver: ServerThread):
+    """PyYAML reads nested flow collections in time growing with the square of the depth: 50,000 levels held the
+    server for longer than a client waits."""
+    for depth, code in ((999, 201), (50_000, 400)):
+        body = f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: deep-{depth}}}\nx: {'[' * depth}{']' * depth}\n"
+        response = apiserver.request(
+            "POST", CONFIG_MAPS, body=body.encode(), headers={"Content-Type": "application/yaml"}
+        )
+        assert response.status == code, response.data[:300]
+    assert "yaml: exceeded max depth of 1000" in json.loads(response.data)["message"]

@@ -97,13 +97,7 @@ def test_a_data_dir_holding_an_object_that_does_not_decode_is_refused_at_start_n
     persistence.write("resource.k8s.io/resourceslices", "broken", bad, 1)
     persistence.write("/configmaps", "default/fine", configmap("fine", namespace="default"), 2)
     persistence.close()
-    result = subprocess.run(
-        [sys.executable, "-m", "kubelet_dra", "apiserver", "--data-dir", str(tmp_path), "--listen", "127.0.0.1:0"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = _serve(tmp_path)
     assert result.returncode == 2, result.stderr
     first, *named = result.stderr.splitlines()
     assert first.startswith(f"kubelet-dra: error: {tmp_path / FILE_NAME}: 1 stored object(s) do not decode")
@@ -147,3 +141,35 @@ def test_a_link_at_the_database_s_name_is_refused_in_one_line_and_not_followed(t
     ), result.stderr
     assert "Traceback" not in result.stderr
     assert theirs.read_bytes() == b"not yours to open"
+
+
+def _serve(data_dir: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "kubelet_dra", "apiserver", "--data-dir", str(data_dir), "--listen", "127.0.0.1:0"]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("UPDATE objects SET body = '{x'", "1 stored object(s) are not objects the server can read"),
+        ("UPDATE objects SET body = '[1]'", "1 stored object(s) are not objects the server can read"),
+        ("UPDATE objects SET body = '" + "[" * 100_000 + "'", "1 stored object(s) are not objects"),
+        ("UPDATE counters SET value = 'abc'", "not an API server database: the resourceVersion counter is 'abc'"),
+        ("DROP TABLE objects; CREATE TABLE objects (x)", "not an API server database: no such column: resource"),
+        ("garbage", "not an API server database: file is not a database"),
+    ],
+)
+def test_a_damaged_database_stops_the_server_with_one_line_naming_it(tmp_path: Path, damage: str, message: str):
+    persistence = Persistence(tmp_path)
+    persistence.write("/configmaps", "default/fine", configmap("fine", namespace="default"), 2)
+    persistence.close()
+    if damage == "garbage":
+        (tmp_path / FILE_NAME).write_bytes(b"not a database " * 100)
+    else:
+        db = sqlite3.connect(tmp_path / FILE_NAME)
+        db.executescript(damage)
+        db.close()
+    result = _serve(tmp_path)
+    assert result.returncode == 2, result.stderr[-800:]
+    assert result.stderr.startswith(f"kubelet-dra: error: {tmp_path / FILE_NAME}: {message}"), result.stderr[-800:]
+    assert "(fix: " in result.stderr.splitlines()[0] and "Traceback" not in result.stderr

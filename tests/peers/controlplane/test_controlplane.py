@@ -188,6 +188,21 @@ async def test_a_claim_needing_a_missing_model_leaves_the_pod_pending_with_a_cle
     assert not reserved_uids(await get_claim(kube, name))
 
 
+async def test_a_selector_nested_too_deep_fails_its_claim_and_the_others_are_allocated(kube: KubeClient) -> None:
+    """A DeviceClass whose selector nests 500 parentheses stalled every reconcile pass (a RecursionError)."""
+    await cluster(kube, device("device-0"), device("device-1"))
+    await create_class(kube, "deep", ["(" * 500 + "true" + ")" * 500])
+    await create_claim(kube, "deep", [request("gpu", "deep")])
+    await create_claim(kube, "fine", [request("gpu", "gpu")])
+    await create_pod(kube, "deep", [{"name": "gpu", "resourceClaimName": "deep"}], node=NODE)
+    await create_pod(kube, "fine", [{"name": "gpu", "resourceClaimName": "fine"}], node=NODE)
+    async with ControlPlane(kube):
+        (event,) = await eventually(lambda: pod_events(kube, "deep"))
+        assert await eventually(lambda: allocated(kube, "fine"))
+    assert "cannot allocate ResourceClaim deep: request 'gpu'" in event["message"], event
+    assert "nested too deep" in event["message"], event
+
+
 async def test_devices_on_another_node_are_not_allocated(kube: KubeClient) -> None:
     await cluster(kube, device("device-0"), node="node-b")
     await create_claim(kube, "c", [request("gpu", "gpu")])

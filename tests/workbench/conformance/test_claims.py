@@ -77,7 +77,16 @@ def test_a_bad_claim_file_names_the_file_the_field_and_the_fix(tmp_path: Path, t
 
 
 def test_a_missing_or_broken_file_is_a_one_line_error_exit_2(tmp_path: Path) -> None:
-    for path in (str(tmp_path / "nowhere.yaml"), write(tmp_path, "devices: [", "broken.yaml")):
+    laughs = "".join(f"l{n}: &l{n} [{', '.join([f'*l{n - 1}'] * 9)}]\n" for n in range(1, 10))
+    not_utf8 = tmp_path / "latin1.yaml"
+    not_utf8.write_bytes(b"devices: {requests: [{name: g\xe9}]}\n")
+    for path in (
+        str(tmp_path / "nowhere.yaml"),
+        write(tmp_path, "devices: [", "broken.yaml"),
+        write(tmp_path, "l0: &l0 lol\n" + laughs, "laughs.yaml"),
+        write(tmp_path, "devices: &d {requests: *d}\n", "itself.yaml"),
+        str(not_utf8),
+    ):
         result = subprocess.run(
             [sys.executable, "-m", "kubelet_dra", "conformance", "--driver-cmd", "x", "--claim", path],
             capture_output=True,

@@ -109,3 +109,19 @@ def test_under_github_actions_a_broken_expectation_is_an_annotation_at_its_line_
     text = summary.read_text()
     assert text.startswith("### kubelet-dra replay\n\nkubelet-dra replay: 0 of 1 scenario(s) passed\n"), text
     assert "| ✗ failed | registered once GetInfo answers | expected gpu.example.com registered=true" in text
+
+
+def test_aliases_that_expand_or_hold_themselves_exit_2_at_once(tmp_path: Path):
+    """go-yaml's bounds: an anchor holding itself, and a kilobyte of nested aliases (9× per level), are refused."""
+    head = "apiVersion: kubelet-dra.dev/v1alpha1\nkind: Scenario\n"
+    itself = tmp_path / "itself.yaml"
+    itself.write_text(head + "metadata: &m {name: itself, x: *m}\nsteps: []\n")
+    laughs = tmp_path / "laughs.yaml"
+    levels = [f"  l{n}: &l{n} [{', '.join([f'*l{n - 1}'] * 9)}]\n" for n in range(1, 10)]
+    laughs.write_text(head + "metadata: {name: laughs}\nx:\n  l0: &l0 lol\n" + "".join(levels) + "steps: []\n")
+    for path, error in ((itself, "YAML anchor 'm' value contains itself"), (laughs, "document contains excessive")):
+        done = replay("--check", str(path))
+        assert done.returncode == 2, done.stderr[-500:]
+        assert "Traceback" not in done.stderr, done.stderr[-500:]
+        assert f"{path}:1:1: {error}" in done.stderr.replace("YAML document", "document")
+        assert "instead of aliases" in done.stderr

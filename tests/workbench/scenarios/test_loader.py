@@ -192,3 +192,18 @@ def test_a_misspelt_step_gets_one_error_that_names_the_step_meant():
 def test_a_step_with_no_action_at_all_still_lists_the_actions():
     (error,) = errors(HEADER + GPU + "steps:\n  - timeout: 5s\n")
     assert error.startswith("s.yaml:10:5: steps[0]: needs one of: apply, delete, createPod")
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        ("run --node {node:d}", "placeholder {node:d} takes no conversion or format, write {node}"),
+        ("run --x {}", "unknown placeholder {}"),
+        ("run --x }", "bad placeholder syntax in '}': Single '}' encountered in format string"),
+    ],
+)
+def test_a_driver_command_placeholder_that_would_not_fill_in_is_an_error(command: str, message: str):
+    driver = f"drivers:\n  - id: cmd\n    name: y.example.com\n    command: '{command}'\n"
+    text = HEADER + driver + "steps:\n  - start: cmd\n"
+    (error,) = errors(text)
+    assert error.startswith(f"s.yaml:8:14: drivers[0].command: {message}"), error

@@ -87,6 +87,8 @@ def test_missing_spec_file_names_the_id_the_roots_and_the_fix(roots):
         ("future.yaml", "cdiVersion: 1.0.0\nkind: a.b/c\ndevices: [{name: x}]\n", "cdiVersion '1.0.0'"),
         ("kindless.yaml", "cdiVersion: 0.3.0\nkind: gpu\ndevices: [{name: x}]\n", "kind 'gpu' is not vendor/class"),
         ("env.yaml", "cdiVersion: 0.3.0\nkind: a.b/c\ndevices: [{name: x, containerEdits: {env: [1]}}]\n", "env"),
+        ("itself.yaml", "cdiVersion: 0.3.0\nkind: a.b/c\ndevices: &d [{name: x, containerEdits: *d}]\n", "itself"),
+        ("deep.json", "[" * 100_000, "nested"),
     ],
 )
 def test_malformed_spec_file_is_named_when_a_device_is_missing(roots, name, content, reason):

@@ -132,3 +132,14 @@ def test_show_prints_hand_edited_brackets_literally(tmp_path):
     assert result.returncode == 0, result.stderr
     for text in ("ns/c[bold]", "uid[/x]", "[/p]", "pool/dev[/]", "a.b/c=[/d]", str(path)):
         assert text in result.stdout
+
+
+@pytest.mark.parametrize(("content", "where"), [(b"[" * 100_000, "file"), (None, "Data")])
+def test_show_of_a_deeply_nested_file_names_the_json_path(tmp_path, content, where):
+    data = "[" * 100_000
+    path = tmp_path / "state"
+    path.write_bytes(content or json.dumps({"Data": data, "Checksum": zlib.crc32(data.encode())}).encode())
+    result = run_cli("show", path)
+    assert result.returncode == 1, result.stderr[-500:]
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr[-500:]
+    assert f"{path}: {where}: not valid JSON: nested too deep to read (fix: " in result.stderr

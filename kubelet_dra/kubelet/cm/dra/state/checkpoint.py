@@ -266,6 +266,8 @@ def _parse(text: str | bytes, reader: _Reader, what: str) -> Any:
         return json.loads(text)
     except (ValueError, UnicodeDecodeError) as err:
         raise reader.fail(what, f"not valid JSON: {err}") from None
+    except RecursionError:  # nothing a kubelet writes is more than six levels deep
+        raise reader.fail(what, "not valid JSON: nested too deep to read") from None
 
 
 def decode(data: bytes, *, where: str) -> list[ClaimInfoState]:
