@@ -208,7 +208,8 @@ class DRAManager:
             for claim, result in claim_results("NodePrepareResources", claims, response.claims):
                 entry = self._cached(claim.namespace, claim.name)
                 devices = map(device_state, result.devices)
-                entry.set_devices(instance.driver_name, devices, replace=self.release.prepare_replaces_devices)
+                replace = self.release.prepare_replaces_devices
+                self.cache.set_devices(entry, instance.driver_name, devices, replace=replace)
 
         # Phase D
         for entry in sent:
