@@ -165,6 +165,16 @@ class ClaimInfoCache:
     def get(self, namespace: str, name: str) -> ClaimInfo | None:
         return self._entries.get(claim_key(namespace, name))
 
+    def get_in_use(self, namespace: str, name: str) -> ClaimInfo:
+        """The entry of a claim a pod uses: the manager added it before, so its absence is the kubelet's internal
+        error (as ``prepareResources`` in ``pkg/kubelet/cm/dra/manager.go`` words it)."""
+        info = self.get(namespace, name)
+        if info is None:
+            raise ClaimError(
+                f"internal error: unable to get claim info for ResourceClaim {name} in namespace {namespace}"
+            )
+        return info
+
     def add(self, info: ClaimInfo) -> None:
         self.delete(info.namespace, info.claim_name)
         self._entries[info.key] = info

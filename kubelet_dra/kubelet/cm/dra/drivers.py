@@ -72,3 +72,10 @@ def claim_results(
         yield claim, answer
     if skipped := len(claims) - len(answers):
         raise ClaimError(f"{method} skipped {skipped} ResourceClaims")
+
+
+def check_answers(method: str, claims: Sequence[dra_v1_pb2.Claim], answers: Mapping[str, object]) -> None:
+    """Raise ``claim_results``'s ``ClaimError`` for the first wrong answer, for a call whose successful answers
+    carry nothing the kubelet keeps (``NodeUnprepareResources``)."""
+    for _ in claim_results(method, claims, answers):
+        pass

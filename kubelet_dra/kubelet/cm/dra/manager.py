@@ -20,8 +20,15 @@ from typing import Any, Protocol
 
 from kubelet_dra.kubelet.cm.dra.claiminfo import ClaimInfo, ClaimInfoCache, device_state
 from kubelet_dra.kubelet.cm.dra.claims import ClaimError, PodClaim, check_owner, check_reserved, pod_claims
-from kubelet_dra.kubelet.cm.dra.containers import cached, cdi_annotations, cdi_device_ids
-from kubelet_dra.kubelet.cm.dra.drivers import DriverInstance, PluginStore, call, claim_results, request_claim
+from kubelet_dra.kubelet.cm.dra.containers import cdi_annotations, cdi_device_ids
+from kubelet_dra.kubelet.cm.dra.drivers import (
+    DriverInstance,
+    PluginStore,
+    call,
+    check_answers,
+    claim_results,
+    request_claim,
+)
 from kubelet_dra.kubelet.cm.dra.skips import PREPARE_OPERATION, UNPREPARE_OPERATION, OptionalOperations
 from kubelet_dra.kubelet.cm.dra.state.checkpoint import Checkpoint
 from kubelet_dra.kubelet.metrics.metrics import PREPARE, UNPREPARE, DRAMetrics
@@ -206,7 +213,7 @@ class DRAManager:
             request = dra_v1_pb2.NodePrepareResourcesRequest(claims=claims)
             response = await call("NodePrepareResources", instance.client.node_prepare_resources(request))
             for claim, result in claim_results("NodePrepareResources", claims, response.claims):
-                entry = self._cached(claim.namespace, claim.name)
+                entry = self.cache.get_in_use(claim.namespace, claim.name)
                 devices = map(device_state, result.devices)
                 replace = self.release.prepare_replaces_devices
                 self.cache.set_devices(entry, instance.driver_name, devices, replace=replace)
@@ -266,7 +273,7 @@ class DRAManager:
                 instance = self._plugin(driver)
                 request = dra_v1_pb2.NodeUnprepareResourcesRequest(claims=claims)
                 response = await call("NodeUnprepareResources", instance.client.node_unprepare_resources(request))
-                list(claim_results("NodeUnprepareResources", claims, response.claims))
+                check_answers("NodeUnprepareResources", claims, response.claims)
         finally:
             for entry in done:
                 entry.unpreparing = False  # deleted below on success; usable again after a failure
@@ -300,9 +307,6 @@ class DRAManager:
             return self._plugins.get_plugin(driver)
         except Exception as err:  # the store's only failure: no instance; its text is the kubelet's
             raise ClaimError(str(err)) from err
-
-    def _cached(self, namespace: str, name: str) -> ClaimInfo:
-        return cached(self.cache, namespace, name)
 
     async def _sync(self, what: str) -> None:
         try:

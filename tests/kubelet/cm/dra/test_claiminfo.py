@@ -7,6 +7,7 @@ import attrs
 import pytest
 
 from kubelet_dra.kubelet.cm.dra.claiminfo import ClaimInfo, ClaimInfoCache
+from kubelet_dra.kubelet.cm.dra.claims import ClaimError
 from kubelet_dra.kubelet.cm.dra.state.checkpoint import Checkpoint, ClaimInfoState, DeviceState
 
 GPU = "gpu.example.com"
@@ -56,3 +57,11 @@ def test_a_stored_field_written_directly_is_refused_since_it_would_miss_the_file
 def test_every_field_of_an_entry_but_the_in_memory_ones_is_a_field_of_the_checkpoint() -> None:
     stored = {field.name for field in attrs.fields(ClaimInfo) if field.on_setattr is not attrs.setters.NO_OP}
     assert stored == {field.name for field in attrs.fields(ClaimInfoState)}
+
+
+def test_a_claim_in_use_missing_from_the_cache_is_the_kubelet_s_internal_error(tmp_path) -> None:
+    cache, info = new_cache(tmp_path)
+    assert cache.get_in_use("default", "claim") is info
+    with pytest.raises(ClaimError) as raised:
+        cache.get_in_use("default", "gone")
+    assert str(raised.value) == "internal error: unable to get claim info for ResourceClaim gone in namespace default"
