@@ -8,6 +8,7 @@ print one clear line instead of a traceback.
 from __future__ import annotations
 
 import sys
+from typing import Self
 
 
 class KubeletDRAError(Exception):
@@ -22,6 +23,11 @@ class KubeletDRAError(Exception):
         self.fix = fix
         self.details = details
         """Lines printed in full after the one-line message (e.g. the end of a driver's log)."""
+
+    def wrapped(self, context: str) -> Self:
+        """The same error behind ``context``, as Go's ``fmt.Errorf("<context>: %w", err)`` words it: the class, the
+        place and the fix stay (a corrupt file is not the same failure as an unreadable one)."""
+        return type(self)(f"{context}: {self.what}", where=self.where, fix=self.fix, details=self.details)
 
     def __str__(self) -> str:
         text = f"{self.where}: {self.what}" if self.where else self.what

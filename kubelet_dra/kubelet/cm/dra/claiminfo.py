@@ -21,6 +21,7 @@ from kubelet_dra.kubelet.cm.dra.state.checkpoint import Checkpoint, ClaimInfoSta
 from kubelet_dra.kubelet.cm.dra.state.checkpointer import GroupCommit
 from kubelet_dra.kubelet.metrics.metrics import ANY_DRIVER
 from kubelet_dra.peers.api import dra_v1_pb2
+from kubelet_dra.peers.errors import StateError
 
 INLINE_ENTRIES = 64
 """Up to this many entries (a file of a few tens of KB) the checkpoint is written in the event loop (``commit``)."""
@@ -144,6 +145,17 @@ class ClaimInfo:
         ]
 
 
+def _get_or_create(checkpoint: Checkpoint) -> list[ClaimInfoState]:
+    """The stored entries, read as ``newClaimInfoCache`` reads them (``pkg/kubelet/cm/dra/claiminfo.go``), whose
+    error wraps that of the checkpointer's ``GetOrCreate`` (``pkg/kubelet/cm/dra/state/checkpointer.go``), the
+    function ``Checkpoint.load`` mirrors."""
+    try:
+        return checkpoint.load()
+    except StateError as err:
+        get_or_create = err.wrapped(f"failed to get checkpoint {Checkpoint.FILE_NAME}")  # checkpointer.GetOrCreate
+        raise get_or_create.wrapped("GetOrCreate() on checkpoint state") from err  # newClaimInfoCache
+
+
 class ClaimInfoCache:
     """The entries, loaded from the checkpoint at start and written back whole on every change (group commit).
 
@@ -158,7 +170,7 @@ class ClaimInfoCache:
         """Keys of the entries added, changed or deleted since the last checkpoint write began."""
         self._encoder = Encoder()
         self._checkpoint = checkpoint
-        for state in checkpoint.load():
+        for state in _get_or_create(checkpoint):
             self.add(ClaimInfo.from_state(state, read_skips=read_skips))
         self._commit = GroupCommit(self._changes, self._write, inline=lambda: len(self._entries) <= INLINE_ENTRIES)
 

@@ -98,13 +98,8 @@ class DRAManager:
         self._log = get_logger("dra-manager", node=node.name)
         try:
             self.cache = ClaimInfoCache(checkpoint, read_skips=release.optional_node_operations)
-        except StateError as err:  # keeps its class: a corrupt file is not the same failure as an unreadable one
-            raise type(err)(
-                "create ResourceClaim cache: GetOrCreate() on checkpoint state: failed to get checkpoint"
-                f" {Checkpoint.FILE_NAME}: {err.what}",
-                where=err.where,
-                fix=err.fix,
-            ) from err
+        except StateError as err:  # NewManager in pkg/kubelet/cm/dra/manager.go: the kubelet exits with this
+            raise err.wrapped("create ResourceClaim cache") from err
         self._metrics = node.metrics
         self._metrics.count_claims_with(self.cache.claims_in_use)
 

@@ -9,6 +9,7 @@ import pytest
 from kubelet_dra.kubelet.cm.dra.claiminfo import ClaimInfo, ClaimInfoCache
 from kubelet_dra.kubelet.cm.dra.claims import ClaimError
 from kubelet_dra.kubelet.cm.dra.state.checkpoint import Checkpoint, ClaimInfoState, DeviceState
+from kubelet_dra.peers.errors import StateError
 
 GPU = "gpu.example.com"
 DEVICE = DeviceState(pool_name="pool", device_name="gpu-0", request_names=("gpu",), cdi_device_ids=("vendor/gpu=0",))
@@ -65,3 +66,14 @@ def test_a_claim_in_use_missing_from_the_cache_is_the_kubelet_s_internal_error(t
     with pytest.raises(ClaimError) as raised:
         cache.get_in_use("default", "gone")
     assert str(raised.value) == "internal error: unable to get claim info for ResourceClaim gone in namespace default"
+
+
+def test_a_corrupt_checkpoint_is_refused_in_the_words_of_the_kubelet_s_claim_info_cache(tmp_path) -> None:
+    checkpoint = Checkpoint(tmp_path)
+    checkpoint.path.write_text('{"Data":"{}","Checksum":1}')
+    with pytest.raises(StateError) as refused:
+        ClaimInfoCache(checkpoint)
+    assert refused.value.what.startswith(
+        "GetOrCreate() on checkpoint state: failed to get checkpoint dra_manager_state: checkpoint is corrupted"
+    )
+    assert refused.value.where == str(checkpoint.path)
