@@ -41,7 +41,8 @@ class DriverInstance(Protocol):
 
 class PluginStore(Protocol):
     def get_plugin(self, driver_name: str) -> DriverInstance:
-        """The instance to call; raises an exception whose text is the kubelet's when there is none."""
+        """The instance to call; ``DriverNotRegistered`` (``peers/errors.py``), in the kubelet's words, when none can
+        serve the driver."""
         ...
 
 

@@ -34,18 +34,18 @@ from kubelet_dra.kubelet.cm.dra.state.checkpoint import Checkpoint
 from kubelet_dra.kubelet.metrics.metrics import PREPARE, UNPREPARE, DRAMetrics
 from kubelet_dra.kubelet.release import DEFAULT_RELEASE, KubeletRelease
 from kubelet_dra.peers.api import dra_v1_pb2
-from kubelet_dra.peers.errors import ConfigError, KubeletDRAError, StateError
+from kubelet_dra.peers.errors import ConfigError, DriverNotRegistered, KubeletDRAError, KubeletError, StateError
 from kubelet_dra.peers.kube.client import KubeApiError, KubeClient, api_path, object_key
 from kubelet_dra.peers.log import Logger, get_logger
 
 DEFAULT_RECONCILE_PERIOD = 60.0
 
 
-class PrepareError(Exception):
+class PrepareError(KubeletError):
     """``PrepareResources`` failed for a pod: the pod stays pending and is retried; the text is the kubelet's."""
 
 
-class UnprepareError(Exception):
+class UnprepareError(KubeletError):
     """``UnprepareResources`` failed for a pod: termination is retried; the text is the kubelet's."""
 
 
@@ -300,7 +300,7 @@ class DRAManager:
     def _plugin(self, driver: str) -> DriverInstance:
         try:
             return self._plugins.get_plugin(driver)
-        except Exception as err:  # the store's only failure: no instance; its text is the kubelet's
+        except DriverNotRegistered as err:  # the store's refusal; anything else is a bug, not the pod's failure
             raise ClaimError(str(err)) from err
 
     async def _sync(self, what: str) -> None:

@@ -10,12 +10,12 @@ from kubelet_dra.kubelet.cm.dra.plugin.dra_plugin import PluginInstance
 from kubelet_dra.kubelet.cm.dra.plugin.dra_plugin_manager import (
     PLUGIN_TYPE,
     DRAPluginManager,
-    DriverNotRegistered,
     PluginRejected,
 )
 from kubelet_dra.kubelet.cm.dra.plugin.options import DEFAULT_HEALTH_RESTART_DELAY, PluginMap, PluginOptions
 from kubelet_dra.kubelet.cm.dra.plugin.wipes import DEFAULT_WIPING_DELAY
 from kubelet_dra.peers.api.calls import CallRecord, CallRecorder
+from kubelet_dra.peers.errors import DriverNotRegistered
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",

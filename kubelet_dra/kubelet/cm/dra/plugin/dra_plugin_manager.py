@@ -21,19 +21,15 @@ from kubelet_dra.kubelet.cm.dra.plugin.wipes import WipeScheduler
 from kubelet_dra.kubelet.metrics.metrics import DRAMetrics
 from kubelet_dra.peers.api.calls import CallRecorder
 from kubelet_dra.peers.api.services import DRA_HEALTH_V1ALPHA1, HealthResponse, Service, negotiate, pick_health_service
-from kubelet_dra.peers.errors import DriverError
+from kubelet_dra.peers.errors import DriverError, DriverNotRegistered, KubeletError
 from kubelet_dra.peers.gotext import go_quote
 from kubelet_dra.peers.log import Logger, get_logger
 
 PLUGIN_TYPE = "DRAPlugin"
 
 
-class PluginRejected(Exception):
+class PluginRejected(KubeletError):
     """The handler refuses a plugin; the text is the kubelet's."""
-
-
-class DriverNotRegistered(Exception):
-    """No instance can serve the driver; the text is the kubelet's."""
 
 
 def _ignore() -> None:
