@@ -38,6 +38,7 @@ from kubelet_dra.kubelet.cm.dra.plugin import (
     HealthCache,
     PluginInstance,
     PluginMap,
+    PluginOptions,
 )
 from kubelet_dra.kubelet.cm.dra.plugin.resourceslices import ResourceSliceWiper, WipeOutcome
 from kubelet_dra.kubelet.metrics.metrics import DRAMetrics, MetricsServer
@@ -172,18 +173,20 @@ class Node:
             else None
         )
         self.plugins = DRAPluginManager(
+            PluginOptions(
+                release=options.release,
+                wiping_delay=options.wiping_delay,
+                call_timeout=options.call_timeout,
+                health_restart_delay=options.health_restart_delay,
+                plugin_map=options.plugin_map,
+                legacy_services=options.legacy_services,
+            ),
             recorder=self.recorder,
             metrics=self.metrics,
             clock=self._clock.time,
             sleep=self._clock.sleep,
             wipe=self.wiper.wipe if self.wiper else None,
-            wiping_delay=options.wiping_delay,
-            call_timeout=options.call_timeout,
-            plugin_map=options.plugin_map,
-            legacy_services=options.legacy_services,
             health=self.health,
-            health_restart_delay=options.health_restart_delay,
-            release=options.release,
             on_change=self._notify,
             on_health_reported=self._devices_changed,
         )

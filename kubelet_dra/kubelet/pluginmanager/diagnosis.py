@@ -9,9 +9,14 @@ reuses the symptoms and fixes kept here.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import errno
 import re
+from collections.abc import Sequence
 
 import attrs
+import grpc
 
 
 @attrs.frozen
@@ -188,3 +193,66 @@ def classify(message: str) -> str | None:
     Log lines are explained by the debugger's catalogue of kubelet messages; this only tells the handshake
     which of its refusals it is diagnosing."""
     return next((mode_id for mode_id, pattern in REFUSALS.items() if re.search(pattern, message)), None)
+
+
+# --- each failed step of a register attempt, explained (the handshake, operation_generator.py) ---
+
+
+async def why_dial_failed(socket_path: str) -> str:
+    """A plain-words reason why nothing answered on ``socket_path``, found with one raw connect."""
+    try:
+        _, writer = await asyncio.open_unix_connection(socket_path)
+    except FileNotFoundError:
+        return "the socket file is gone"
+    except ConnectionRefusedError:
+        return "connection refused: no process listens on the socket (a stale socket left by a driver that exited)"
+    except PermissionError:
+        return "permission denied: this user may not connect to the socket"
+    except OSError as err:
+        return f"connect failed: {errno.errorcode.get(err.errno or 0, '')} {err.strerror}".replace("  ", " ")
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return "the socket accepts connections but no gRPC server answered in time"
+
+
+async def dial_failed(socket: str, message: str) -> Diagnosis:
+    return diagnose("F2", socket=socket, cause=await why_dial_failed(socket), message=message)
+
+
+def get_info_failed(socket: str, message: str, err: grpc.aio.AioRpcError) -> Diagnosis:
+    cause = {
+        grpc.StatusCode.DEADLINE_EXCEEDED: "GetInfo took longer than the kubelet's 1 s",
+        grpc.StatusCode.UNIMPLEMENTED: "the socket does not serve pluginregistration.Registration/GetInfo",
+    }.get(err.code(), f"GetInfo failed with {err.code().name}: {err.details()}")
+    return diagnose("F3", socket=socket, cause=cause, message=message)
+
+
+def wrong_type(socket: str, message: str, plugin_type: str) -> Diagnosis:
+    cause = f"GetInfo returned type {plugin_type!r}; the only DRA plugin type is 'DRAPlugin'"
+    return diagnose("F4", socket=socket, cause=cause, message=message)
+
+
+def validation_refused(socket: str, message: str, versions: Sequence[str]) -> Diagnosis:
+    mode_id = classify(message) or "F6"
+    cause = (
+        "GetInfo returned an empty supported_versions list"
+        if mode_id == "F5"
+        else f"supported_versions {list(versions)!r} name no DRA service this kubelet calls"
+    )
+    return diagnose(mode_id, socket=socket, cause=cause, message=message)
+
+
+def registration_refused(socket: str, message: str, error: str, endpoint: str) -> Diagnosis:
+    mode_id = classify(message) or "F8"
+    cause = (
+        f"another registration socket already registered endpoint {endpoint} for this driver"
+        if mode_id == "F7"
+        else f"the handler refused the plugin: {error}"
+    )
+    return diagnose(mode_id, socket=socket, cause=cause, message=message)
+
+
+def notify_failed(socket: str, message: str, rpc_error: str) -> Diagnosis:
+    cause = f"the driver answered NotifyRegistrationStatus(plugin_registered=true) with {rpc_error}"
+    return diagnose("F9", socket=socket, cause=cause, message=message)

@@ -18,7 +18,7 @@ import grpc
 from google.protobuf.message import Message
 
 from kubelet_dra.kubelet.cm.dra import ClaimError
-from kubelet_dra.kubelet.cm.dra.drivers import claim_results
+from kubelet_dra.kubelet.cm.dra.drivers import check_answers
 from kubelet_dra.kubelet.cm.dra.plugin import DEFAULT_CALL_TIMEOUT, CallRecord, CallRecorder, DRAClient
 from kubelet_dra.kubelet.metrics.metrics import DRAMetrics
 from kubelet_dra.kubelet.pluginmanager.operationexecutor.operation_generator import DEFAULT_TIMEOUTS
@@ -173,7 +173,7 @@ async def _claims_call(client: DRAClient, method: str, request: Message) -> tupl
     except grpc.aio.AioRpcError as err:
         return err.code().name, ""
     try:
-        list(claim_results(method, request.claims, response.claims))  # type: ignore[attr-defined]
+        check_answers(method, request.claims, response.claims)  # type: ignore[attr-defined]
     except ClaimError as err:
         return "OK", f"the kubelet fails the pod: {err}"
     return "OK", ""

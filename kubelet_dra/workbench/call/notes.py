@@ -7,7 +7,7 @@ rejected registration) and what to look at (a stale socket, the wrong socket, a 
 from __future__ import annotations
 
 from kubelet_dra.kubelet.cm.dra.plugin import CallRecord
-from kubelet_dra.kubelet.pluginmanager.operationexecutor.operation_generator import why_dial_failed
+from kubelet_dra.kubelet.pluginmanager.diagnosis import why_dial_failed
 from kubelet_dra.peers.api.services import REGISTRATION
 from kubelet_dra.workbench.call.request import GET_INFO, NOTIFY
 

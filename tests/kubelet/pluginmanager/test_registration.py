@@ -12,6 +12,7 @@ import pytest
 
 from kubelet_dra.kubelet.kubelet import Node
 from kubelet_dra.kubelet.pluginmanager import SocketPhase
+from kubelet_dra.workbench.conformance.suiterunner import ever_registered
 
 from .support import FakeClock, TinyDriver, settle
 
@@ -65,6 +66,22 @@ async def test_driver_restart_registers_again_and_removal_deregisters(node_facto
         await node.wait_for(registered(node, driver.name))
         assert await driver.wait_for_status(2) == (True, "")
         assert driver.get_info_calls == 2
+
+
+async def test_a_driver_gone_right_after_registering_is_still_read_as_registered_from_the_node_s_calls(
+    node_factory, make_driver: DriverFactory
+):
+    driver, stranger = make_driver(), make_driver("other.example.com")
+    async with node_factory() as node:
+        await stranger.start()
+        await driver.start()
+        await stranger.wait_for_status()
+        await driver.wait_for_status()
+        await driver.stop()
+        await node.wait_for(registered(node, driver.name, 0))
+        assert ever_registered(node.recorder.records(), driver.name)
+        assert not ever_registered(node.recorder.records(), "never.example.com")
+        assert ever_registered(node.recorder.records(), stranger.name)
 
 
 async def test_removing_only_the_registration_socket_deregisters(node_factory, make_driver: DriverFactory):

@@ -9,7 +9,7 @@ every entry loaded from the checkpoint counts as not prepared.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -21,6 +21,7 @@ from kubelet_dra.kubelet.cm.dra.state.checkpoint import Checkpoint, ClaimInfoSta
 from kubelet_dra.kubelet.cm.dra.state.checkpointer import GroupCommit
 from kubelet_dra.kubelet.metrics.metrics import ANY_DRIVER
 from kubelet_dra.peers.api import dra_v1_pb2
+from kubelet_dra.peers.errors import StateError
 
 INLINE_ENTRIES = 64
 """Up to this many entries (a file of a few tens of KB) the checkpoint is written in the event loop (``commit``)."""
@@ -49,44 +50,37 @@ def _frozen_devices(state: Mapping[str, Iterable[DeviceState]]) -> Mapping[str, 
     return MappingProxyType({driver: tuple(devices) for driver, devices in state.items()})
 
 
-def _forget_state(info: ClaimInfo, _: attrs.Attribute[Any], value: Any) -> Any:
-    info._state = None
-    if info._on_change is not None:
-        info._on_change(info)
-    return value
-
-
-_CHECKPOINTED = [attrs.setters.convert, _forget_state]
-
-
-@attrs.define
+@attrs.define(on_setattr=attrs.setters.frozen)
 class ClaimInfo:
-    """A cache entry. What the checkpoint stores is immutable and replaced whole on a change, so the entry's
-    checkpoint form is built once per change, not once per write of the file (which has every entry)."""
+    """A cache entry. Every field is what the checkpoint stores, and read-only, except the two the kubelet keeps
+    in memory only (``prepared``, ``unpreparing``): a stored field changes only through ``ClaimInfoCache``, which
+    writes the change to the next checkpoint and keeps its index of pods in step (a field added later is
+    read-only too, so it cannot change without reaching the file). The entry's checkpoint form is built once
+    per change, not once per write of the file (which has every entry)."""
 
     claim_uid: str
     claim_name: str
     namespace: str
-    pod_uids: frozenset[str] = attrs.field(factory=frozenset, converter=_frozen_uids, on_setattr=_CHECKPOINTED)
-    """Changed through the cache (``add_pod``/``remove_pod``), which keeps its index of pods in step."""
-    driver_state: Mapping[str, tuple[DeviceState, ...]] = attrs.field(
-        factory=dict, converter=_frozen_devices, on_setattr=_CHECKPOINTED
-    )
-    """Driver name → devices, one key per driver of the allocation even while it has no devices."""
+    pod_uids: frozenset[str] = attrs.field(factory=frozenset, converter=_frozen_uids)
+    """Changed by ``ClaimInfoCache.add_pod``/``remove_pod``."""
+    driver_state: Mapping[str, tuple[DeviceState, ...]] = attrs.field(factory=dict, converter=_frozen_devices)
+    """Driver name → devices, one key per driver of the allocation even while it has no devices; changed by
+    ``ClaimInfoCache.set_devices``."""
     skip_node_operations: dict[str, frozenset[str]] = attrs.field(factory=dict)
     """Driver name → the node operations not called for it; drivers that skip none are absent (fixed at creation)."""
-    prepared: bool = False
-    unpreparing: bool = False
+    prepared: bool = attrs.field(default=False, on_setattr=attrs.setters.NO_OP)
+    unpreparing: bool = attrs.field(default=False, on_setattr=attrs.setters.NO_OP)
     """``NodeUnprepareResources`` is under way for the last pod: a 1.37 prepare must not join the claim now."""
-    _state: ClaimInfoState | None = attrs.field(default=None, init=False, eq=False, repr=False)
-    _on_change: Callable[[ClaimInfo], None] | None = attrs.field(default=None, init=False, eq=False, repr=False)
-    """Set by the cache holding the entry: a change is what its next checkpoint write encodes."""
+    _state: ClaimInfoState | None = attrs.field(
+        default=None, init=False, eq=False, repr=False, on_setattr=attrs.setters.NO_OP
+    )
 
-    def set_devices(self, driver: str, devices: Iterable[DeviceState], *, replace: bool) -> None:
-        """The driver's answer for the claim: it replaces what the driver said before (1.37, docs/releases.md), or
-        is appended to it (v1.36.2, docs/protocol.md#dra-manager: a claim prepared again holds its devices twice)."""
-        kept = () if replace else self.driver_state.get(driver, ())
-        self.driver_state = {**self.driver_state, driver: (*kept, *devices)}
+    def _replace(self, **changes: Any) -> None:
+        """Change stored fields in place (converted as at creation); only ``ClaimInfoCache`` calls this."""
+        changed = attrs.evolve(self, **changes)
+        for name in changes:
+            object.__setattr__(self, name, getattr(changed, name))
+        self._state = None
 
     @property
     def key(self) -> str:
@@ -151,6 +145,17 @@ class ClaimInfo:
         ]
 
 
+def _get_or_create(checkpoint: Checkpoint) -> list[ClaimInfoState]:
+    """The stored entries, read as ``newClaimInfoCache`` reads them (``pkg/kubelet/cm/dra/claiminfo.go``), whose
+    error wraps that of the checkpointer's ``GetOrCreate`` (``pkg/kubelet/cm/dra/state/checkpointer.go``), the
+    function ``Checkpoint.load`` mirrors."""
+    try:
+        return checkpoint.load()
+    except StateError as err:
+        get_or_create = err.wrapped(f"failed to get checkpoint {Checkpoint.FILE_NAME}")  # checkpointer.GetOrCreate
+        raise get_or_create.wrapped("GetOrCreate() on checkpoint state") from err  # newClaimInfoCache
+
+
 class ClaimInfoCache:
     """The entries, loaded from the checkpoint at start and written back whole on every change (group commit).
 
@@ -165,39 +170,59 @@ class ClaimInfoCache:
         """Keys of the entries added, changed or deleted since the last checkpoint write began."""
         self._encoder = Encoder()
         self._checkpoint = checkpoint
-        for state in checkpoint.load():
+        for state in _get_or_create(checkpoint):
             self.add(ClaimInfo.from_state(state, read_skips=read_skips))
         self._commit = GroupCommit(self._changes, self._write, inline=lambda: len(self._entries) <= INLINE_ENTRIES)
 
     def get(self, namespace: str, name: str) -> ClaimInfo | None:
         return self._entries.get(claim_key(namespace, name))
 
+    def get_in_use(self, namespace: str, name: str) -> ClaimInfo:
+        """The entry of a claim a pod uses: the manager added it before, so its absence is the kubelet's internal
+        error (as ``prepareResources`` in ``pkg/kubelet/cm/dra/manager.go`` words it)."""
+        info = self.get(namespace, name)
+        if info is None:
+            raise ClaimError(
+                f"internal error: unable to get claim info for ResourceClaim {name} in namespace {namespace}"
+            )
+        return info
+
     def add(self, info: ClaimInfo) -> None:
         self.delete(info.namespace, info.claim_name)
         self._entries[info.key] = info
         for pod_uid in info.pod_uids:
             self._by_pod.setdefault(pod_uid, {})[info.key] = None
-        info._on_change = self._mark_changed
         self._mark_changed(info)
 
     def delete(self, namespace: str, name: str) -> None:
         info = self._entries.pop(claim_key(namespace, name), None)
         if info is None:
             return
-        info._on_change = None
         for pod_uid in info.pod_uids:
             self._forget_reference(pod_uid, info.key)
         self._mark_changed(info)
 
     def add_pod(self, info: ClaimInfo, pod_uid: str) -> None:
         """``info`` (an entry of this cache) is used by the pod too."""
-        info.pod_uids = info.pod_uids | {pod_uid}
+        self._change(info, pod_uids=info.pod_uids | {pod_uid})
         self._by_pod.setdefault(pod_uid, {})[info.key] = None
 
     def remove_pod(self, info: ClaimInfo, pod_uid: str) -> None:
         """``info`` (an entry of this cache) is no longer used by the pod."""
-        info.pod_uids = info.pod_uids - {pod_uid}
+        self._change(info, pod_uids=info.pod_uids - {pod_uid})
         self._forget_reference(pod_uid, info.key)
+
+    def set_devices(self, info: ClaimInfo, driver: str, devices: Iterable[DeviceState], *, replace: bool) -> None:
+        """The driver's answer for ``info`` (an entry of this cache): it replaces what the driver said before (1.37,
+        docs/releases.md), or is appended to it (v1.36.2, docs/protocol.md#dra-manager: a claim prepared again
+        holds its devices twice)."""
+        kept = () if replace else info.driver_state.get(driver, ())
+        self._change(info, driver_state={**info.driver_state, driver: (*kept, *devices)})
+
+    def _change(self, info: ClaimInfo, **fields: Any) -> None:
+        """The one way a stored field of an entry changes: the change is what the next checkpoint write encodes."""
+        info._replace(**fields)
+        self._mark_changed(info)
 
     def _forget_reference(self, pod_uid: str, key: str) -> None:
         keys = self._by_pod.get(pod_uid, {})

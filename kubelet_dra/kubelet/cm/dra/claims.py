@@ -11,11 +11,12 @@ from typing import Any
 
 import attrs
 
+from kubelet_dra.peers.errors import KubeletError
 from kubelet_dra.peers.gotext import go_quote
 from kubelet_dra.peers.kube.client import object_key
 
 
-class ClaimError(Exception):
+class ClaimError(KubeletError):
     """A pod's claims cannot be used as they are; the text is the kubelet's."""
 
 

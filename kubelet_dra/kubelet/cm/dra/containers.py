@@ -57,9 +57,9 @@ def container_claims(
     for pod_claim in spec_claims(pod):
         for used in resources.get("claims") or []:
             if used.get("name") == pod_claim.pod_claim_name:
-                yield cached(cache, namespace, pod_claim.claim_name), used.get("request") or ""
+                yield cache.get_in_use(namespace, pod_claim.claim_name), used.get("request") or ""
     if extended := extended_claim_name(pod):
-        info = cached(cache, namespace, extended)
+        info = cache.get_in_use(namespace, extended)
         mappings = (pod.get("status") or {}).get("extendedResourceClaimStatus", {}).get("requestMappings") or []
         for resource, quantity in (resources.get("requests") or {}).items():
             if _is_zero_quantity(str(quantity)) or not is_dra_extended_resource(resource):
@@ -67,14 +67,6 @@ def container_claims(
             for mapping in mappings:
                 if mapping.get("containerName") == container_name and mapping.get("resourceName") == resource:
                     yield info, mapping.get("requestName") or ""
-
-
-def cached(cache: ClaimInfoCache, namespace: str, name: str) -> ClaimInfo:
-    """The cache's entry for a claim the pod uses; its absence is the kubelet's internal error."""
-    info = cache.get(namespace, name)
-    if info is None:
-        raise ClaimError(f"internal error: unable to get claim info for ResourceClaim {name} in namespace {namespace}")
-    return info
 
 
 def _container(pod: Mapping[str, Any], name: str) -> Mapping[str, Any]:

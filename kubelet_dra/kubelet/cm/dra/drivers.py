@@ -41,7 +41,8 @@ class DriverInstance(Protocol):
 
 class PluginStore(Protocol):
     def get_plugin(self, driver_name: str) -> DriverInstance:
-        """The instance to call; raises an exception whose text is the kubelet's when there is none."""
+        """The instance to call; ``DriverNotRegistered`` (``peers/errors.py``), in the kubelet's words, when none can
+        serve the driver."""
         ...
 
 
@@ -72,3 +73,10 @@ def claim_results(
         yield claim, answer
     if skipped := len(claims) - len(answers):
         raise ClaimError(f"{method} skipped {skipped} ResourceClaims")
+
+
+def check_answers(method: str, claims: Sequence[dra_v1_pb2.Claim], answers: Mapping[str, object]) -> None:
+    """Raise ``claim_results``'s ``ClaimError`` for the first wrong answer, for a call whose successful answers
+    carry nothing the kubelet keeps (``NodeUnprepareResources``)."""
+    for _ in claim_results(method, claims, answers):
+        pass

@@ -20,25 +20,32 @@ from typing import Any, Protocol
 
 from kubelet_dra.kubelet.cm.dra.claiminfo import ClaimInfo, ClaimInfoCache, device_state
 from kubelet_dra.kubelet.cm.dra.claims import ClaimError, PodClaim, check_owner, check_reserved, pod_claims
-from kubelet_dra.kubelet.cm.dra.containers import cached, cdi_annotations, cdi_device_ids
-from kubelet_dra.kubelet.cm.dra.drivers import DriverInstance, PluginStore, call, claim_results, request_claim
+from kubelet_dra.kubelet.cm.dra.containers import cdi_annotations, cdi_device_ids
+from kubelet_dra.kubelet.cm.dra.drivers import (
+    DriverInstance,
+    PluginStore,
+    call,
+    check_answers,
+    claim_results,
+    request_claim,
+)
 from kubelet_dra.kubelet.cm.dra.skips import PREPARE_OPERATION, UNPREPARE_OPERATION, OptionalOperations
 from kubelet_dra.kubelet.cm.dra.state.checkpoint import Checkpoint
 from kubelet_dra.kubelet.metrics.metrics import PREPARE, UNPREPARE, DRAMetrics
 from kubelet_dra.kubelet.release import DEFAULT_RELEASE, KubeletRelease
 from kubelet_dra.peers.api import dra_v1_pb2
-from kubelet_dra.peers.errors import ConfigError, KubeletDRAError, StateError
+from kubelet_dra.peers.errors import ConfigError, DriverNotRegistered, KubeletDRAError, KubeletError, StateError
 from kubelet_dra.peers.kube.client import KubeApiError, KubeClient, api_path, object_key
 from kubelet_dra.peers.log import Logger, get_logger
 
 DEFAULT_RECONCILE_PERIOD = 60.0
 
 
-class PrepareError(Exception):
+class PrepareError(KubeletError):
     """``PrepareResources`` failed for a pod: the pod stays pending and is retried; the text is the kubelet's."""
 
 
-class UnprepareError(Exception):
+class UnprepareError(KubeletError):
     """``UnprepareResources`` failed for a pod: termination is retried; the text is the kubelet's."""
 
 
@@ -91,13 +98,8 @@ class DRAManager:
         self._log = get_logger("dra-manager", node=node.name)
         try:
             self.cache = ClaimInfoCache(checkpoint, read_skips=release.optional_node_operations)
-        except StateError as err:  # keeps its class: a corrupt file is not the same failure as an unreadable one
-            raise type(err)(
-                "create ResourceClaim cache: GetOrCreate() on checkpoint state: failed to get checkpoint"
-                f" {Checkpoint.FILE_NAME}: {err.what}",
-                where=err.where,
-                fix=err.fix,
-            ) from err
+        except StateError as err:  # NewManager in pkg/kubelet/cm/dra/manager.go: the kubelet exits with this
+            raise err.wrapped("create ResourceClaim cache") from err
         self._metrics = node.metrics
         self._metrics.count_claims_with(self.cache.claims_in_use)
 
@@ -206,9 +208,10 @@ class DRAManager:
             request = dra_v1_pb2.NodePrepareResourcesRequest(claims=claims)
             response = await call("NodePrepareResources", instance.client.node_prepare_resources(request))
             for claim, result in claim_results("NodePrepareResources", claims, response.claims):
-                entry = self._cached(claim.namespace, claim.name)
+                entry = self.cache.get_in_use(claim.namespace, claim.name)
                 devices = map(device_state, result.devices)
-                entry.set_devices(instance.driver_name, devices, replace=self.release.prepare_replaces_devices)
+                replace = self.release.prepare_replaces_devices
+                self.cache.set_devices(entry, instance.driver_name, devices, replace=replace)
 
         # Phase D
         for entry in sent:
@@ -265,7 +268,7 @@ class DRAManager:
                 instance = self._plugin(driver)
                 request = dra_v1_pb2.NodeUnprepareResourcesRequest(claims=claims)
                 response = await call("NodeUnprepareResources", instance.client.node_unprepare_resources(request))
-                list(claim_results("NodeUnprepareResources", claims, response.claims))
+                check_answers("NodeUnprepareResources", claims, response.claims)
         finally:
             for entry in done:
                 entry.unpreparing = False  # deleted below on success; usable again after a failure
@@ -297,11 +300,8 @@ class DRAManager:
     def _plugin(self, driver: str) -> DriverInstance:
         try:
             return self._plugins.get_plugin(driver)
-        except Exception as err:  # the store's only failure: no instance; its text is the kubelet's
+        except DriverNotRegistered as err:  # the store's refusal; anything else is a bug, not the pod's failure
             raise ClaimError(str(err)) from err
-
-    def _cached(self, namespace: str, name: str) -> ClaimInfo:
-        return cached(self.cache, namespace, name)
 
     async def _sync(self, what: str) -> None:
         try:

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 
 import attrs
 
+from kubelet_dra.peers.errors import KubeletError
 from kubelet_dra.peers.gotext import go_duration
 from kubelet_dra.peers.log import Logger
 
@@ -42,7 +43,7 @@ def first_backoff(error: str, now: float) -> ExponentialBackoff:
     return ExponentialBackoff(INITIAL_DURATION_BEFORE_RETRY, now, error)
 
 
-class OperationFailed(Exception):
+class OperationFailed(KubeletError):
     """An operation's error; its text is what the kubelet would log for the attempt."""
 
 

@@ -3,14 +3,14 @@
 The registration socket is dialled anew for every attempt (blocking, ≤10 s), asked ``GetInfo``
 (≤1 s), validated by the handler for the plugin's type, registered, and told the outcome with
 ``NotifyRegistrationStatus`` (≤5 s). Every failure carries the kubelet's exact message and a
-``Diagnosis``.
+``Diagnosis``, made by ``pluginmanager/diagnosis.py``: the steps here say what the kubelet does, not why a
+driver failed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import NoReturn, Protocol, TypeVar
@@ -19,9 +19,10 @@ import attrs
 import grpc
 from google.protobuf.message import Message
 
+from kubelet_dra.kubelet.pluginmanager import diagnosis
 from kubelet_dra.kubelet.pluginmanager.cache.state_of_world import ActualStateOfWorld, DesiredPlugin, RegisteredPlugin
 from kubelet_dra.kubelet.pluginmanager.cache.types import PluginHandler
-from kubelet_dra.kubelet.pluginmanager.diagnosis import Diagnosis, classify, diagnose
+from kubelet_dra.kubelet.pluginmanager.diagnosis import Diagnosis
 from kubelet_dra.kubelet.pluginmanager.operationexecutor.operation_executor import OperationFailed
 from kubelet_dra.peers.api import pluginregistration_pb2 as registration_pb2
 from kubelet_dra.peers.api.calls import CallRecord, CallRecorder, message_json, next_request_id
@@ -75,24 +76,6 @@ class RegistrationFailed(OperationFailed):
         self.diagnosis = diagnosis
 
 
-async def why_dial_failed(socket_path: str) -> str:
-    """A plain-words reason why nothing answered on ``socket_path``, found with one raw connect."""
-    try:
-        _, writer = await asyncio.open_unix_connection(socket_path)
-    except FileNotFoundError:
-        return "the socket file is gone"
-    except ConnectionRefusedError:
-        return "connection refused: no process listens on the socket (a stale socket left by a driver that exited)"
-    except PermissionError:
-        return "permission denied: this user may not connect to the socket"
-    except OSError as err:
-        return f"connect failed: {errno.errorcode.get(err.errno or 0, '')} {err.strerror}".replace("  ", " ")
-    writer.close()
-    with contextlib.suppress(OSError):
-        await writer.wait_closed()
-    return "the socket accepts connections but no gRPC server answered in time"
-
-
 def wrong_type_error(info: registration_pb2.PluginInfo, endpoint: str, versions: list[str], path: str) -> str:
     """The real kubelet's refusal of a plugin type other than DRAPlugin: a CSIPlugin goes to its CSI handler, which
     finds no CSI version it can parse among DRA service names (seen on kubelet 1.36.2); any other type has no
@@ -131,44 +114,16 @@ class Handshake:
         self._recorder = recorder
 
     async def register(self, plugin: DesiredPlugin) -> None:
+        """One attempt, as the kubelet's ``GenerateRegisterPluginFunc``: each step fails the attempt with the
+        kubelet's error and tells the plugin why, except the dial and ``GetInfo``, which have no one to tell."""
         path = plugin.socket_path
         async with self._dial(path) as stub:
             info = await self._get_info(stub, path)
-            handler = self._handlers.get(info.type)
-            endpoint = info.endpoint or path
-            versions = list(info.supported_versions)
-            if handler is None:
-                message = f"{PREFIX}{wrong_type_error(info, endpoint, versions, path)}"
-                cause = f"GetInfo returned type {info.type!r}; the only DRA plugin type is 'DRAPlugin'"
-                await self._reject(stub, path, message, "F4", cause)
-            try:
-                handler.validate_plugin(info.name, endpoint, versions)
-            except Exception as err:  # a handler rejects with any exception; its text is the kubelet's
-                message = f"{PREFIX}plugin validation failed with err: {err}"
-                mode_id = classify(message) or "F6"
-                cause = (
-                    "GetInfo returned an empty supported_versions list"
-                    if mode_id == "F5"
-                    else f"supported_versions {versions!r} name no DRA service this kubelet calls"
-                )
-                await self._reject(stub, path, message, mode_id, cause)
-            registered = RegisteredPlugin(path, plugin.uuid, plugin.timestamp, handler, info.name, endpoint)
-            self._actual.add(registered)
-            try:
-                await handler.register_plugin(info.name, endpoint, versions)
-            except Exception as err:  # same contract as validation
-                self._actual.remove(path)
-                message = f"{PREFIX}plugin registration failed with err: {err}"
-                rpc_error = await self._notify(stub, path, False, message)
-                diagnosis = self._diagnose_registration(path, message, str(err), endpoint)
-                raise RegistrationFailed(_with_rpc_error(message, rpc_error), diagnosis) from err
-            rpc_error = await self._notify(stub, path, True, "")
-            if rpc_error is not None:
-                self._actual.remove(path)
-                await handler.deregister_plugin(info.name, endpoint)
-                message = f"{PREFIX}failed to send registration status at socket {path}, err: : {rpc_error}"
-                cause = f"the driver answered NotifyRegistrationStatus(plugin_registered=true) with {rpc_error}"
-                raise RegistrationFailed(message, diagnose("F9", socket=path, cause=cause, message=message))
+            handler = await self._handler_for(stub, path, info)
+            await self._validate(stub, path, handler, info)
+            await self._add_and_register(stub, plugin, handler, info)
+            await self._notify_registered(stub, path, handler, info)
+        endpoint = _endpoint(info, path)
         self._log.v(2).info("Registered plugin", socket=path, name=info.name, endpoint=endpoint, type=info.type)
 
     async def unregister(self, plugin: RegisteredPlugin) -> None:
@@ -188,8 +143,7 @@ class Handshake:
                     f"{PREFIX}dial failed at socket {path}, err: failed to dial socket {path},"
                     " err: context deadline exceeded"
                 )
-                cause = await why_dial_failed(path)
-                raise RegistrationFailed(message, diagnose("F2", socket=path, cause=cause, message=message)) from None
+                raise RegistrationFailed(message, await diagnosis.dial_failed(path, message)) from None
             stub: RegistrationStub = REGISTRATION.stub(channel)
             yield stub
         finally:
@@ -202,11 +156,55 @@ class Handshake:
             )
         except grpc.aio.AioRpcError as err:
             message = f"{PREFIX}failed to get plugin info using RPC GetInfo at socket {path}, err: {go_rpc_error(err)}"
-            cause = {
-                grpc.StatusCode.DEADLINE_EXCEEDED: "GetInfo took longer than the kubelet's 1 s",
-                grpc.StatusCode.UNIMPLEMENTED: "the socket does not serve pluginregistration.Registration/GetInfo",
-            }.get(err.code(), f"GetInfo failed with {err.code().name}: {err.details()}")
-            raise RegistrationFailed(message, diagnose("F3", socket=path, cause=cause, message=message)) from err
+            raise RegistrationFailed(message, diagnosis.get_info_failed(path, message, err)) from err
+
+    async def _handler_for(self, stub: RegistrationStub, path: str, info: registration_pb2.PluginInfo) -> PluginHandler:
+        """The handler for the plugin's type; a type without one is refused (the kubelet has only DRA's and CSI's)."""
+        handler = self._handlers.get(info.type)
+        if handler is None:
+            versions = list(info.supported_versions)
+            message = f"{PREFIX}{wrong_type_error(info, _endpoint(info, path), versions, path)}"
+            await self._reject(stub, path, message, diagnosis.wrong_type(path, message, info.type))
+        return handler
+
+    async def _validate(
+        self, stub: RegistrationStub, path: str, handler: PluginHandler, info: registration_pb2.PluginInfo
+    ) -> None:
+        """The handler's ``ValidatePlugin``: before anything is stored, so a refused plugin leaves no trace."""
+        versions = list(info.supported_versions)
+        try:
+            handler.validate_plugin(info.name, _endpoint(info, path), versions)
+        except Exception as err:  # a handler rejects with any exception; its text is the kubelet's
+            message = f"{PREFIX}plugin validation failed with err: {err}"
+            await self._reject(stub, path, message, diagnosis.validation_refused(path, message, versions))
+
+    async def _add_and_register(
+        self, stub: RegistrationStub, plugin: DesiredPlugin, handler: PluginHandler, info: registration_pb2.PluginInfo
+    ) -> None:
+        """Into the actual state of the world first, as the kubelet does, so the reconciler sees the socket as
+        registered while the handler connects; taken out again when the handler refuses."""
+        path = plugin.socket_path
+        endpoint = _endpoint(info, path)
+        self._actual.add(RegisteredPlugin(path, plugin.uuid, plugin.timestamp, handler, info.name, endpoint))
+        try:
+            await handler.register_plugin(info.name, endpoint, list(info.supported_versions))
+        except Exception as err:  # same contract as validation
+            self._actual.remove(path)
+            message = f"{PREFIX}plugin registration failed with err: {err}"
+            rpc_error = await self._notify(stub, path, False, message)
+            found = diagnosis.registration_refused(path, message, str(err), endpoint)
+            raise RegistrationFailed(_with_rpc_error(message, rpc_error), found) from err
+
+    async def _notify_registered(
+        self, stub: RegistrationStub, path: str, handler: PluginHandler, info: registration_pb2.PluginInfo
+    ) -> None:
+        """Tell the plugin it is registered; a plugin that does not take the news is deregistered again."""
+        rpc_error = await self._notify(stub, path, True, "")
+        if rpc_error is not None:
+            self._actual.remove(path)
+            await handler.deregister_plugin(info.name, _endpoint(info, path))
+            message = f"{PREFIX}failed to send registration status at socket {path}, err: : {rpc_error}"
+            raise RegistrationFailed(message, diagnosis.notify_failed(path, message, rpc_error))
 
     async def _notify(self, stub: RegistrationStub, path: str, registered: bool, error: str) -> str | None:
         """Send the status; the Go text of the call's gRPC error, or ``None`` when the driver accepted it."""
@@ -252,18 +250,13 @@ class Handshake:
                     )
                 )
 
-    async def _reject(self, stub: RegistrationStub, path: str, message: str, mode_id: str, cause: str) -> NoReturn:
+    async def _reject(self, stub: RegistrationStub, path: str, message: str, found: Diagnosis) -> NoReturn:
         """Tell the plugin why it is rejected; fails the attempt behind the kubelet's misleading prefix."""
         rpc_error = await self._notify(stub, path, False, message)
         attempt_error = f"{PREFIX}failed to send error at socket {path}, err: {_with_rpc_error(message, rpc_error)}"
-        raise RegistrationFailed(attempt_error, diagnose(mode_id, socket=path, cause=cause, message=message))
+        raise RegistrationFailed(attempt_error, found)
 
-    @staticmethod
-    def _diagnose_registration(path: str, message: str, error: str, endpoint: str) -> Diagnosis:
-        mode_id = classify(message) or "F8"
-        cause = (
-            f"another registration socket already registered endpoint {endpoint} for this driver"
-            if mode_id == "F7"
-            else f"the handler refused the plugin: {error}"
-        )
-        return diagnose(mode_id, socket=path, cause=cause, message=message)
+
+def _endpoint(info: registration_pb2.PluginInfo, path: str) -> str:
+    """Where the plugin's service is: its endpoint, else the registration socket itself (as the kubelet reads it)."""
+    return info.endpoint or path

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import attrs
 
 from kubelet_dra.kubelet.cm.dra.healthinfo import DEFAULT_HEALTH_TIMEOUT, MESSAGE_MAX_BYTES, Health
-from kubelet_dra.kubelet.cm.dra.plugin.dra_plugin_manager import DEFAULT_HEALTH_RESTART_DELAY
+from kubelet_dra.kubelet.cm.dra.plugin.options import DEFAULT_HEALTH_RESTART_DELAY
 from kubelet_dra.peers.api import dra_health_v1alpha1_pb2 as health_pb2
 from kubelet_dra.peers.api.services import HealthResponse
 from kubelet_dra.peers.errors import StateError

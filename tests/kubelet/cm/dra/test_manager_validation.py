@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 from nodeenv import GPU, NodeEnv
 
 from kubelet_dra.kubelet.cm.dra import DRAManager, PrepareError
+from kubelet_dra.kubelet.cm.dra.drivers import DriverInstance
 from kubelet_dra.kubelet.kubelet import Node
+from kubelet_dra.kubelet.metrics.metrics import DRAMetrics
 from kubelet_dra.peers.errors import StateError
-from kubelet_dra.peers.kube.client import api_path
+from kubelet_dra.peers.kube.client import KubeClient, api_path
 
 
 def uid(obj: dict) -> str:
@@ -27,6 +30,33 @@ async def refused(env: NodeEnv, node: Node, manager: DRAManager, pod: dict) -> s
     assert env.checkpoint.load() == []
     assert node.recorder.records() == []
     return str(failure.value)
+
+
+class BrokenStore:
+    """A plugin store with a bug: its lookup fails with an error that is not the kubelet's refusal."""
+
+    def get_plugin(self, driver_name: str) -> DriverInstance:
+        raise LookupError(f"a bug in the store while looking up {driver_name}")
+
+
+@attrs.frozen
+class Parts:
+    """The manager's view of a node (``manager.NodeParts``), with the plugin store given."""
+
+    name: str
+    kube: KubeClient | None
+    plugins: BrokenStore
+    metrics: DRAMetrics
+
+
+async def test_a_bug_in_the_plugin_store_surfaces_as_itself_not_as_a_pod_s_prepare_error(env: NodeEnv) -> None:
+    async with env.node(health=False) as node:
+        manager = DRAManager(Parts(node.name, node.kube, BrokenStore(), node.metrics), env.checkpoint)
+        pod = env.pod()
+        claim = await env.claim(reserved_for=[pod])
+        pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": name(claim)}]
+        with pytest.raises(LookupError, match=f"^a bug in the store while looking up {GPU}$"):
+            await manager.prepare_resources(pod)
 
 
 async def test_each_claim_problem_is_reported_like_the_kubelet(env: NodeEnv) -> None:

@@ -8,15 +8,14 @@ from kubelet_dra.kubelet.cm.dra.healthinfo import DeviceHealth, Health, HealthCa
 from kubelet_dra.kubelet.cm.dra.plugin.client import DEFAULT_CALL_TIMEOUT, DRAClient
 from kubelet_dra.kubelet.cm.dra.plugin.dra_plugin import PluginInstance
 from kubelet_dra.kubelet.cm.dra.plugin.dra_plugin_manager import (
-    DEFAULT_HEALTH_RESTART_DELAY,
     PLUGIN_TYPE,
     DRAPluginManager,
-    DriverNotRegistered,
-    PluginMap,
     PluginRejected,
 )
+from kubelet_dra.kubelet.cm.dra.plugin.options import DEFAULT_HEALTH_RESTART_DELAY, PluginMap, PluginOptions
 from kubelet_dra.kubelet.cm.dra.plugin.wipes import DEFAULT_WIPING_DELAY
 from kubelet_dra.peers.api.calls import CallRecord, CallRecorder
+from kubelet_dra.peers.errors import DriverNotRegistered
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT",
@@ -33,5 +32,6 @@ __all__ = [
     "HealthCache",
     "PluginInstance",
     "PluginMap",
+    "PluginOptions",
     "PluginRejected",
 ]

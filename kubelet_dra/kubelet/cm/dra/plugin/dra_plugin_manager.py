@@ -2,46 +2,34 @@
 
 v1.36 semantics by default (docs/protocol.md#dra-plugin-manager): instances per driver name keyed by endpoint, a
 duplicate endpoint rejected, calls going to the newest connected instance, ResourceSlices wiped
-once a driver has had no connected instance for the wiping delay. ``PluginMap.REPLACE`` restores
-the ≤1.32 single entry per driver name (a new registration replaces the old one, deregistration
-goes by name alone); ``legacy_services`` restores the ≤1.32 service negotiation and its texts.
+once a driver has had no connected instance for the wiping delay. ``PluginOptions`` (``plugin/options.py``) holds
+the settings, among them the ≤1.32 variants this tool can also emulate.
 """
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Awaitable, Callable, Sequence
 
 import grpc
 
 from kubelet_dra.kubelet.cm.dra.healthinfo import HealthCache
-from kubelet_dra.kubelet.cm.dra.plugin.client import DEFAULT_CALL_TIMEOUT, DRAClient
+from kubelet_dra.kubelet.cm.dra.plugin.client import DRAClient
 from kubelet_dra.kubelet.cm.dra.plugin.dra_plugin import PluginInstance
-from kubelet_dra.kubelet.cm.dra.plugin.wipes import DEFAULT_WIPING_DELAY, WipeScheduler
+from kubelet_dra.kubelet.cm.dra.plugin.options import PluginMap, PluginOptions
+from kubelet_dra.kubelet.cm.dra.plugin.wipes import WipeScheduler
 from kubelet_dra.kubelet.metrics.metrics import DRAMetrics
-from kubelet_dra.kubelet.release import DEFAULT_RELEASE, KubeletRelease
 from kubelet_dra.peers.api.calls import CallRecorder
 from kubelet_dra.peers.api.services import DRA_HEALTH_V1ALPHA1, HealthResponse, Service, negotiate, pick_health_service
-from kubelet_dra.peers.errors import DriverError
+from kubelet_dra.peers.errors import DriverError, DriverNotRegistered, KubeletError
 from kubelet_dra.peers.gotext import go_quote
 from kubelet_dra.peers.log import Logger, get_logger
 
-DEFAULT_HEALTH_RESTART_DELAY = 5.0
 PLUGIN_TYPE = "DRAPlugin"
 
 
-class PluginMap(enum.StrEnum):
-    INSTANCES = "instances"
-    REPLACE = "replace"
-
-
-class PluginRejected(Exception):
+class PluginRejected(KubeletError):
     """The handler refuses a plugin; the text is the kubelet's."""
-
-
-class DriverNotRegistered(Exception):
-    """No instance can serve the driver; the text is the kubelet's."""
 
 
 def _ignore() -> None:
@@ -62,21 +50,25 @@ def target_error(target: str) -> str:
 
 
 class DRAPluginManager:
+    """The kubelet's ``DRAPluginManager`` (``pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go``): the handler the
+    plugin manager hands ``DRAPlugin`` sockets to, and the store the DRA manager finds a driver's instance in.
+
+    It owns each instance's gRPC connection and health stream, and arms the wipe of a driver's ResourceSlices
+    when it has no connected instance left. The node supplies its parts: the ``recorder`` every call is noted in
+    (the node's call record, which never changes a call), its metrics, clock and sleep, the ``wipe`` (``None``:
+    none, without an API server) and the ``health`` cache (``None``: the ResourceHealthStatus gate is off).
+    """
+
     def __init__(
         self,
+        options: PluginOptions,
         *,
         recorder: CallRecorder,
         metrics: DRAMetrics,
         clock: Callable[[], float],
         sleep: Callable[[float], Awaitable[None]],
         wipe: Callable[[str], Awaitable[object]] | None = None,
-        wiping_delay: float = DEFAULT_WIPING_DELAY,
-        call_timeout: float = DEFAULT_CALL_TIMEOUT,
-        plugin_map: PluginMap = PluginMap.INSTANCES,
-        legacy_services: bool = False,
         health: HealthCache | None = None,
-        health_restart_delay: float = DEFAULT_HEALTH_RESTART_DELAY,
-        release: KubeletRelease = DEFAULT_RELEASE,
         log: Logger | None = None,
         on_change: Callable[[], None] = _ignore,
         on_health_reported: Callable[[], None] = _ignore,
@@ -85,25 +77,19 @@ class DRAPluginManager:
         reported a device's health changed, which the kubelet pushes to the pods using it. Nothing else is pushed:
         a driver that goes (its devices forgotten with its stream) shows in a pod's status at the pod's next sync
         (kubelet 1.36.2: 80 s after the driver stopped)."""
+        self.options = options
         self.recorder = recorder
-        self.release = release
         self.metrics = metrics
         self.health = health
-        self.plugin_map = plugin_map
-        self.legacy_services = legacy_services
-        self.call_timeout = call_timeout
         self._clock = clock
         self._sleep = sleep
-        self._health_restart_delay = health_restart_delay
         self._log = log or get_logger("dra-plugins")
         self._on_change = on_change
         self._on_health_reported = on_health_reported
         self._store: dict[str, list[PluginInstance]] = {}
-        self.registered_once: set[str] = set()
-        """Every driver that registered since the node started, gone or not: a driver that exits right after
-        registering did start."""
+        delay = options.wiping_delay
         self.wipes = (
-            WipeScheduler(wipe, delay=wiping_delay, clock=clock, sleep=sleep, log=self._log, on_change=on_change)
+            WipeScheduler(wipe, delay=delay, clock=clock, sleep=sleep, log=self._log, on_change=on_change)
             if wipe is not None
             else None
         )
@@ -116,14 +102,13 @@ class DRAPluginManager:
     async def register_plugin(self, name: str, endpoint: str, versions: Sequence[str]) -> None:
         service = self._negotiate(name, endpoint, versions, validating=False)
         health = self._health_service(versions)
-        replacing = self.plugin_map is PluginMap.REPLACE
+        replacing = self.options.plugin_map is PluginMap.REPLACE
         replaced = self._store.get(name, []) if replacing else []
         if not replacing and any(instance.endpoint == endpoint for instance in self._store.get(name, [])):
             raise PluginRejected(f"endpoint {endpoint} already registered for DRA driver plugin {name}")
         instance = self._connect(name, endpoint, service, health)
         instances = [instance] if replacing else [*self._store.get(name, []), instance]
         self._store[name] = instances
-        self.registered_once.add(name)
         for old in replaced:
             self._log.info(
                 "DRA plugin already registered, the old plugin was replaced and will be forgotten by the kubelet"
@@ -145,7 +130,7 @@ class DRAPluginManager:
     async def deregister_plugin(self, name: str, endpoint: str) -> None:
         instances = self._store.get(name, [])
         # ≤1.32 deregistered by name alone: whatever instance holds the name goes, even a newer one.
-        match = [i for i in instances if self.plugin_map is PluginMap.REPLACE or i.endpoint == endpoint]
+        match = [i for i in instances if self.options.plugin_map is PluginMap.REPLACE or i.endpoint == endpoint]
         if not match:
             return
         instance = match[0]
@@ -189,9 +174,9 @@ class DRAPluginManager:
 
     def _negotiate(self, name: str, endpoint: str, versions: Sequence[str], *, validating: bool) -> Service:
         try:
-            return negotiate(versions, legacy=self.legacy_services)
+            return negotiate(versions, legacy=self.options.legacy_services)
         except DriverError as err:
-            if not self.legacy_services:
+            if not self.options.legacy_services:
                 prefix = f"invalid supported gRPC versions of DRA driver plugin {name} at endpoint {endpoint}"
             elif validating:
                 prefix = f"invalid versions of plugin {name}"
@@ -204,9 +189,9 @@ class DRAPluginManager:
         v1alpha1 from every instance, advertised or not. ``None`` without the ResourceHealthStatus gate."""
         if self.health is None:
             return None
-        if not self.release.negotiates_health:
+        if not self.options.release.negotiates_health:
             return DRA_HEALTH_V1ALPHA1
-        return pick_health_service(versions, self.release.health_services)
+        return pick_health_service(versions, self.options.release.health_services)
 
     def _connect(self, name: str, endpoint: str, service: Service, health: Service | None) -> PluginInstance:
         target = f"unix:{endpoint}"
@@ -226,7 +211,7 @@ class DRAPluginManager:
             recorder=self.recorder,
             metrics=self.metrics,
             log=log,
-            call_timeout=self.call_timeout,
+            call_timeout=self.options.call_timeout,
         )
         instance = PluginInstance(name, endpoint, service, self._clock(), channel, client, health_service=health)
         if health is not None:
@@ -265,14 +250,14 @@ class DRAPluginManager:
                 )
                 log.v(2).info("WatchResources health stream has ended", error="")
             except grpc.aio.AioRpcError as err:
-                if err.code() is grpc.StatusCode.UNIMPLEMENTED and self.release.stop_health_on_unimplemented:
+                if err.code() is grpc.StatusCode.UNIMPLEMENTED and self.options.release.stop_health_on_unimplemented:
                     log.v(2).info("Driver does not support WatchResources health stream, stopping")
                     return
                 log.error("Error receiving from WatchResources stream", f"{err.code().name}: {err.details()}")
             finally:
                 health.clear(instance.driver_name)
                 self._on_change()
-            await self._sleep(self._health_restart_delay)
+            await self._sleep(self.options.health_restart_delay)
 
     def _health_report(self, instance: PluginInstance, response: HealthResponse) -> None:
         assert self.health is not None

@@ -1,0 +1,65 @@
+"""Whether the driver ever registered, read from the node's call record (a driver that exits right after
+registering did start), one case per row."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubelet_dra.peers.api.calls import CallRecord
+from kubelet_dra.peers.api.services import REGISTRATION
+from kubelet_dra.workbench.conformance.suiterunner import ever_registered
+
+DRIVER = "gpu.example.com"
+
+
+def call(method: str, socket: str, *, name: str = "", registered: bool = False, status: str = "OK") -> CallRecord:
+    get_info = method == "GetInfo"
+    return CallRecord(
+        request_id=1,
+        driver="",
+        endpoint=socket,
+        method=REGISTRATION.method_path(method),
+        streaming=False,
+        request={} if get_info else {"plugin_registered": registered},
+        response={"name": name} if get_info and status == "OK" else None if get_info else {},
+        status=status,
+        details="",
+        started_at=0.0,
+        duration=0.0,
+    )
+
+
+@pytest.mark.parametrize(
+    ("records", "expected"),
+    [
+        (
+            [call("GetInfo", "/r/a.sock", name=DRIVER), call("NotifyRegistrationStatus", "/r/a.sock", registered=True)],
+            True,
+        ),
+        ([call("GetInfo", "/r/a.sock", name=DRIVER), call("NotifyRegistrationStatus", "/r/a.sock")], False),
+        (
+            [
+                call("GetInfo", "/r/a.sock", name="other"),
+                call("NotifyRegistrationStatus", "/r/a.sock", registered=True),
+            ],
+            False,
+        ),
+        (
+            [call("GetInfo", "/r/a.sock", name=DRIVER), call("NotifyRegistrationStatus", "/r/b.sock", registered=True)],
+            False,
+        ),
+        (
+            [
+                call("GetInfo", "/r/a.sock", name=DRIVER),
+                call("GetInfo", "/r/a.sock", name="other"),
+                call("NotifyRegistrationStatus", "/r/a.sock", registered=True),
+            ],
+            False,
+        ),
+        ([call("GetInfo", "/r/a.sock", status="DEADLINE_EXCEEDED")], False),
+        ([], False),
+    ],
+    ids=["registered", "refused", "another-driver", "another-socket", "socket-reused", "no-answer", "no-call"],
+)
+def test_the_driver_registered_only_when_the_node_told_its_socket_so(records, expected) -> None:
+    assert ever_registered(records, DRIVER) is expected
