@@ -53,7 +53,7 @@ SUMMARY = re.compile(r"^=*\s*(?P<summary>\d+ (passed|failed)[^=]*?)\s*=*$")
 def kind(argv: list[str]) -> str:
     """What a process is, from its first arguments: a pytest worker, a kubelet-dra command, a module, a script."""
     text = " ".join(argv)
-    if "xdist" in text or "pytest" in text:
+    if "xdist" in text or "pytest" in text or argv == ["-c"]:  # an xdist worker: execnet starts it with -c
         return "pytest (main or worker)"
     if not argv:
         return "?"
