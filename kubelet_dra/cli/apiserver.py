@@ -14,8 +14,6 @@ from pathlib import Path
 
 from kubelet_dra.cli import output
 from kubelet_dra.cli.command import Command
-from kubelet_dra.peers.apiserver.fielderrors import dns1123_subdomain_errors
-from kubelet_dra.peers.apiserver.server import EmbeddedAPIServer, ListenAddress
 from kubelet_dra.peers.errors import UsageError
 
 DEFAULT_LISTEN = "127.0.0.1:6443"
@@ -70,6 +68,9 @@ def kubeconfig_paths(args: argparse.Namespace) -> tuple[Path, dict[str, Path]]:
 
 
 def check_flags(args: argparse.Namespace) -> None:
+    from kubelet_dra.peers.apiserver.fielderrors import dns1123_subdomain_errors  # here, as the server below
+    from kubelet_dra.peers.apiserver.server import ListenAddress  # here: `run` shares the constants, not the server
+
     ListenAddress.parse(args.listen, allow_remote=args.allow_remote)
     if args.node and not args.node_restricted:
         raise UsageError(
@@ -95,6 +96,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def serve(args: argparse.Namespace) -> None:
+    from kubelet_dra.peers.apiserver.server import EmbeddedAPIServer  # here: `run` shares the constants, not the server
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

@@ -19,7 +19,6 @@ from kubelet_dra.kubelet.cm.dra.plugin import DEFAULT_CALL_TIMEOUT, DEFAULT_WIPI
 from kubelet_dra.kubelet.kubelet import NodeOptions
 from kubelet_dra.kubelet.nodestatus import TAINT_EFFECTS, NodeShape
 from kubelet_dra.kubelet.release import DEFAULT_RELEASE, RELEASES, KubeletRelease, release
-from kubelet_dra.peers.apiserver.server import EmbeddedAPIServer
 from kubelet_dra.peers.errors import UsageError
 from kubelet_dra.peers.kube.config import SERVICE_ACCOUNT_DIR, in_cluster_kubeconfig
 from kubelet_dra.peers.log import get_logger
@@ -261,6 +260,8 @@ async def api_server(args: argparse.Namespace, *, own_process: bool = False) -> 
         async with ServerProcess(Path(args.kubeconfig_out), listen=args.listen, verbosity=args.verbosity) as child:
             yield str(child.kubeconfig)
         return
+    from kubelet_dra.peers.apiserver.server import EmbeddedAPIServer  # here: a given API server needs none of it
+
     async with EmbeddedAPIServer(listen=args.listen) as server:
         path = server.kubeconfig(Path(args.kubeconfig_out).absolute())
         get_logger("apiserver").info("Embedded API server ready", url=server.url, kubeconfig=str(path))

@@ -51,6 +51,8 @@ def test_the_listing_of_every_command_imports_none_of_their_modules():
     [
         # the driver's control commands (fault, health, status) and its --help: no API client, no rich
         ("from kubelet_dra.cli import load_commands; load_commands(['driver'])", ("kubernetes", "rich")),
+        # run against an API server it is given (--kubeconfig, --in-cluster): the embedded server's code stays out
+        ("from kubelet_dra.cli import load_commands; load_commands(['run'])", ("kubelet_dra.peers.apiserver.server",)),
         # the driver placeholders and the object helpers, without the node, the API server and the control plane
         (
             "from kubelet_dra.workbench.testbed import PLACEHOLDERS, manifests",

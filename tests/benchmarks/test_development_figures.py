@@ -1,0 +1,76 @@
+"""The figures docs/development.md states about the suite's time and coverage are those the measuring commands wrote."""
+
+from __future__ import annotations
+
+import configparser
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / "benchmarks" / "results"
+RUN = "the simulated kubelet's run command"
+
+
+def section(title: str) -> str:
+    """The text of one ``## `` section of docs/development.md, without line breaks."""
+    text = (REPO / "docs" / "development.md").read_text()
+    body = text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+    return " ".join(body.split())
+
+
+def results(name: str) -> dict:
+    return json.loads((RESULTS / name).read_text())
+
+
+def suite_figures() -> list[str]:
+    suite, kinds = results("suite_time.json"), results("suite_time.json")["kinds"]
+    driver, run = kinds["kubelet_dra.__main__ driver"], kinds["kubelet_dra.__main__ run"]
+    before, after = results("process_starts-before.json")["cpu_s"], results("process_starts.json")["cpu_s"]
+    plain, covered = results("suite_time-kubelet.json"), results("suite_time-kubelet-cov.json")
+    return [
+        re.match(r"\d+ passed, \d+ skipped", suite["summary"])[0],
+        f"{suite['cpu_s']:.1f} s of CPU, {suite['wall_s']:.1f} s of wall",
+        f"{suite['workers_own_cpu_s']:.1f} s of the CPU is the pytest workers' own",
+        f"{suite['workers_children_cpu_s']:.1f} s the processes they start: {suite['processes_started']} Python",
+        f"{driver['started']} starts, {driver['cpu']:.1f} s of CPU, {driver['cpu'] / driver['exited']:.2f} s each",
+        f"`kubernetes` client ({before['the kubernetes client']:.2f} s of CPU alone",
+        f"its whole import is {before['the reference driver (plugin)']:.2f} s",
+        f"`kubelet-dra run` ({run['started']} starts, {run['cpu']:.1f} s)",
+        f"from {before[RUN]:.2f} s to {after[RUN]:.2f} s",
+        f"{suite['slowest'][0]['seconds']:.1f} s (every library",
+        f"answers, {suite['slowest'][1]['seconds']:.2f} s",
+        f"{plain['cpu_s']:.1f} s of CPU without",
+        f"{covered['cpu_s']:.1f} s with",
+        f"up to {before['the kubernetes client']:.2f} s of CPU on each of its {driver['started']} starts",
+    ]
+
+
+def coverage_figures() -> list[str]:
+    coverage = results("coverage.json")
+    figures = [f"{coverage['total']:.1f} % in all"]
+    packages = {name.split("/", 1)[1]: percent for name, percent in coverage["packages"].items() if "/" in name}
+    figures += [f"`{name}/` {percent:.1f} %" for name, percent in packages.items()]
+    figures += [f"`{name.split('/', 1)[1]}` ({entry['percent']:.1f} %" for name, entry in coverage["worst"].items()]
+    return figures
+
+
+@pytest.mark.parametrize("figure", suite_figures())
+def test_the_time_figures_are_the_measured_ones(figure: str):
+    assert figure in section("Where the suite's time goes")
+
+
+@pytest.mark.parametrize("figure", coverage_figures())
+def test_the_coverage_figures_are_the_measured_ones(figure: str):
+    assert figure in section("Coverage")
+
+
+def test_the_coverage_floor_holds_under_the_measured_figure_and_close_to_it():
+    """A change that lowers coverage fails, and today's suite passes."""
+    tox = configparser.ConfigParser(interpolation=None)
+    tox.read(REPO / "tox.ini")
+    floor = float(re.search(r"--cov-fail-under=([0-9.]+)", tox["testenv"]["commands"])[1])
+    measured = results("coverage.json")["total"]
+    assert measured - 1.0 <= floor < measured
