@@ -9,6 +9,7 @@ import grpc
 import pytest
 from tapstandin import Through
 
+from kubelet_dra.peers.api.calls import CALLS_KEPT
 from kubelet_dra.workbench.tap.forward import HALF_CLOSE_GRACE
 
 
@@ -102,3 +103,16 @@ async def test_a_conversation_is_forwarded_message_by_message(through: Through) 
     assert answers == [b"re: one", b"re: two"]
     (record,) = through.recorder.records()
     assert len(record.request["messages"]) == 2 and len(record.response or []) == 2
+
+
+async def test_a_long_stream_reaches_the_caller_whole_and_its_record_keeps_the_last_messages(through: Through) -> None:
+    """A health stream stays open for as long as the driver is registered: the tap must not keep all it carried."""
+    many = CALLS_KEPT + 500
+    async with through.channel() as channel:
+        chat = channel.stream_stream("/test.StandIn/Chat")(iter([str(number).encode() for number in range(many)]))
+        replies = [message async for message in chat]
+    assert replies == [b"re: " + str(number).encode() for number in range(many)], "every message went both ways"
+    (talk,) = through.recorder.records()
+    kept = range(many - CALLS_KEPT, many)
+    assert talk.request == {"messages": [{"raw": base64.b64encode(str(number).encode()).decode()} for number in kept]}
+    assert talk.response == [{"raw": base64.b64encode(b"re: " + str(number).encode()).decode()} for number in kept]
