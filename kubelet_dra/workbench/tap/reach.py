@@ -60,8 +60,9 @@ class Server:
             self._socket.remove()
 
     async def stop(self) -> None:
-        await self._server.stop(grace=None)
+        """The socket goes before the connections break: whoever sees its connection end finds no socket."""
         self.remove_socket()
+        await self._server.stop(grace=None)
 
 
 class ServedEndpoint:

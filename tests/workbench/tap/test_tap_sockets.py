@@ -50,7 +50,8 @@ async def test_stopping_the_tap_after_the_driver_registered_in_the_kubelet_s_dir
         finally:
             await tap.stop()
         assert identity(registration) == before and listened_on(registration), "the driver's own socket stays"
-        assert node.plugins.usable(GPU)
+        await node.wait_for(lambda: node.plugins.usable(GPU), timeout=20)
+        assert [instance.endpoint for instance in node.instances(GPU)] == direct
 
 
 async def test_a_stale_driver_socket_never_replaces_a_driver_registered_in_the_kubelet_s_dir(env: NodeEnv) -> None:
