@@ -35,6 +35,7 @@ from kubelet_dra.cli.command import Command, raise_open_files_limit
 from kubelet_dra.kubelet.cm.dra import DEFAULT_RECONCILE_PERIOD
 from kubelet_dra.kubelet.kubelet import NodeOptions
 from kubelet_dra.kubelet.pod_backoff import DEFAULT_BACK_OFF_PERIOD, PodSyncPeriods
+from kubelet_dra.peers.api.calls import CALLS_KEPT
 from kubelet_dra.peers.errors import UsageError, deprecated
 from kubelet_dra.workbench.fleet import Fleet, NodeLayout, NodeRow, expand
 from kubelet_dra.workbench.fleet import fleetview as view
@@ -52,10 +53,6 @@ from kubelet_dra.workbench.testbed.statedir import (
 
 REFRESH_PERIOD = 1.0
 """Seconds between looks at the nodes for the table (live) or the tally line (in a pipe)."""
-
-
-CALLS_KEPT = 1000
-"""A node that runs for days keeps its last calls in memory, not all (``--record`` needs all: it counts them)."""
 
 
 RENAMED_FLAGS = {"--pod-retry-period": "--pod-back-off-period", "--pod-resync-period": "--sync-frequency"}
@@ -224,7 +221,7 @@ def options(args: argparse.Namespace) -> NodeOptions:
     return attrs.evolve(
         nodeflags.node_options(args),
         record_calls=args.record_calls,
-        calls_kept=None if args.record else CALLS_KEPT,
+        calls_kept=None if args.record else CALLS_KEPT,  # --record counts every call: it keeps them all
         reconcile_period=args.reconcile_period,
         pod_sync=_pod_sync(args),
         metrics_port=args.metrics_port or None,

@@ -19,7 +19,7 @@ from rich.markup import escape
 
 from kubelet_dra.cli import output
 from kubelet_dra.cli.command import Command
-from kubelet_dra.peers.api.calls import CallRecord, CallRecorder
+from kubelet_dra.peers.api.calls import CALLS_KEPT, CallRecord, CallRecorder
 from kubelet_dra.peers.errors import UsageError
 from kubelet_dra.workbench.debug.inventory import KUBELET_REGISTRY_DIR
 from kubelet_dra.workbench.tap import MirrorView, Tap
@@ -63,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.duration is not None and args.duration <= 0:
         raise UsageError("the tap time must be positive", where="--for", fix="give a number of seconds")
-    recorder = CallRecorder(args.record_calls)
+    recorder = CallRecorder(args.record_calls, keep=CALLS_KEPT)  # the file has them all; memory the last ones
     tap = Tap(args.driver_registry_dir, args.registry_dir, socket_dir=args.socket_dir, recorder=recorder)
     with output.quiet_logs(args.verbosity):
         mirrors = asyncio.run(watch(tap, args.output, args.duration))

@@ -33,6 +33,10 @@ def next_request_id() -> int:
     return next(_request_ids)
 
 
+CALLS_KEPT = 1000
+"""What a program that runs for days keeps in memory of its calls (a recorder's ``keep``, a stream's messages)."""
+
+
 def message_json(message: Message) -> dict[str, Any]:
     """A protobuf message as JSON with the ``.proto`` field names, defaults included."""
     return json_format.MessageToDict(

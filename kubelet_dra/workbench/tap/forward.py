@@ -12,13 +12,14 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import attrs
 import grpc
 
-from kubelet_dra.peers.api.calls import CallRecord, CallRecorder, next_request_id
+from kubelet_dra.peers.api.calls import CALLS_KEPT, CallRecord, CallRecorder, next_request_id
 from kubelet_dra.peers.log import Logger
 from kubelet_dra.workbench.tap.methods import KNOWN_METHODS, decode_all
 
@@ -106,8 +107,9 @@ class Forwarder(grpc.GenericRpcHandler):
         log = self._log.with_values(requestID=request_id, method=method, driver=self.driver)
         started, clock = time.time(), time.monotonic()
         self.open_calls[request_id] = open_call = OpenCall(request_id, self.driver, method, started)
-        sent: list[bytes] = []
-        received: list[bytes] = []
+        # A health stream stays open for as long as the driver is registered: its record keeps the last messages.
+        sent: deque[bytes] = deque(maxlen=CALLS_KEPT)
+        received: deque[bytes] = deque(maxlen=CALLS_KEPT)
         code, details, trailing = grpc.StatusCode.OK, "", grpc.aio.Metadata()
         options = {"timeout": context.time_remaining(), "metadata": forwarded_metadata(context.invocation_metadata())}
         shape = KNOWN_METHODS.get(method)
@@ -115,11 +117,12 @@ class Forwarder(grpc.GenericRpcHandler):
         call: Any = None
         answers: list[bytes] = []
         try:
-            rest = await _read_requests(requests, sent, None if shape else HALF_CLOSE_GRACE)
-            if rest is None and len(sent) == 1:
-                call = self.upstream.channel.unary_stream(method)(sent[0], **options)
+            forwarded = await _read_requests(requests, sent, None if shape else HALF_CLOSE_GRACE)
+            if isinstance(forwarded, list) and len(forwarded) == 1:
+                call = self.upstream.channel.unary_stream(method)(forwarded[0], **options)
             else:
-                call = self.upstream.channel.stream_stream(method)(rest or iter(list(sent)), **options)
+                whole = iter(forwarded) if isinstance(forwarded, list) else forwarded
+                call = self.upstream.channel.stream_stream(method)(whole, **options)
             headers = await call.initial_metadata()
             if headers:
                 await context.send_initial_metadata(headers)
@@ -161,8 +164,8 @@ class Forwarder(grpc.GenericRpcHandler):
         self,
         request_id: int,
         method: str,
-        sent: list[bytes],
-        received: list[bytes],
+        sent: deque[bytes],
+        received: deque[bytes],
         code: grpc.StatusCode,
         details: str,
         started: float,
@@ -194,16 +197,18 @@ class Forwarder(grpc.GenericRpcHandler):
 
 
 async def _read_requests(
-    requests: AsyncIterator[bytes], sent: list[bytes], grace: float | None
-) -> AsyncIterator[bytes] | None:
-    """Read the caller's messages into ``sent`` until it half-closes; ``None`` once it has, or, when it sends nothing
-    more within ``grace`` (a streaming request), the messages to forward as they come (those read so far first).
+    requests: AsyncIterator[bytes], sent: deque[bytes], grace: float | None
+) -> list[bytes] | AsyncIterator[bytes]:
+    """Read the caller's messages (each kept in ``sent`` too) until it half-closes; all of them once it has, or,
+    when it sends nothing more within ``grace`` (a streaming request), the messages to forward as they come (those
+    read so far first).
 
     A request sent whole is sent on whole, with the half-close, as the kubelet's own client does: writing to a Go
     driver that already answered (UNIMPLEMENTED, at once) turns its status into INTERNAL "Internal error from Core"
     in half the calls. Known methods all take one request, so they wait for the half-close however long it takes.
     """
     iterator = aiter(requests)
+    read: list[bytes] = []
     while True:
         pending = asyncio.ensure_future(anext(iterator))
         pending.add_done_callback(_observed)
@@ -213,11 +218,12 @@ async def _read_requests(
             pending.cancel()
             raise
         if not done:
-            return _stream(list(sent), pending, iterator, sent)
+            return _stream(read, pending, iterator, sent)
         try:
-            sent.append(pending.result())
+            read.append(pending.result())
         except StopAsyncIteration:
-            return None
+            return read
+        sent.append(read[-1])
 
 
 def _observed(read: asyncio.Future[bytes]) -> None:
@@ -228,7 +234,7 @@ def _observed(read: asyncio.Future[bytes]) -> None:
 
 
 async def _stream(
-    read: list[bytes], pending: asyncio.Future[bytes], iterator: AsyncIterator[bytes], sent: list[bytes]
+    read: list[bytes], pending: asyncio.Future[bytes], iterator: AsyncIterator[bytes], sent: deque[bytes]
 ) -> AsyncIterator[bytes]:
     """The messages already ``read``, then the ``pending`` one and the rest as they come, each kept in ``sent``."""
     for data in read:

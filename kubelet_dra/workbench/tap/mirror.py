@@ -49,17 +49,18 @@ class MirrorView:
 
 class DriverMirror:
     def __init__(
-        self, driver_socket: str, mirror_socket: str, service_dir: str, recorder: CallRecorder, log: Logger
+        self, driver_socket: str, mirror_socket: str, service_socket: str, recorder: CallRecorder, log: Logger
     ) -> None:
-        """``service_dir``: where the tap's service socket for this driver goes, one dir per registration socket
-        (two instances of one driver, a rolling update's, register from sockets of the same name in two dirs)."""
+        """``service_socket``: the tap's socket that serves the driver's endpoint from the first GetInfo on, in a dir
+        of its own per registration socket (two instances of one driver, a rolling update's, register from sockets
+        of the same name in two dirs)."""
         self.driver_socket = driver_socket
         self.mirror_socket = mirror_socket
-        self._service_dir = service_dir
+        self.service_socket = service_socket
         self._recorder = recorder
         self._log = log.with_values(socket=driver_socket)
         self._registration = Forwarder(Upstream(driver_socket), recorder, log, rewrite=self._rewrite)
-        self._server = Server(mirror_socket, self._registration)
+        self._server = Server(mirror_socket, self._registration, self._log)
         self._service: Forwarder | None = None
         self._service_server: ServedEndpoint | None = None
         self._since = 0.0
@@ -82,15 +83,20 @@ class DriverMirror:
 
     async def start(self) -> None:
         self._since = time.time()
-        await self._server.start()
+        try:
+            await self._server.start()
+        except BaseException:
+            await self._registration.upstream.close()
+            raise
         self._log.v(2).info("Mirrored registration socket", mirror=self.mirror_socket)
 
     async def stop(self) -> None:
-        await self._server.stop()
-        await self._registration.upstream.close()
+        """The service socket goes first: once the registration socket is gone, so is all of this mirror."""
         if self._service_server is not None and self._service is not None:
             await self._service_server.stop()
             await self._service.upstream.close()
+        await self._server.stop()
+        await self._registration.upstream.close()
         self._log.v(2).info("Removed mirrored sockets", mirror=self.mirror_socket)
 
     async def _rewrite(self, method: str, data: bytes) -> bytes:
@@ -110,8 +116,8 @@ class DriverMirror:
         """The tap's socket that forwards to ``endpoint``, started on the first GetInfo."""
         if self._service is None:
             self._service = Forwarder(Upstream(endpoint), self._recorder, self._log, driver=driver)
-            path = os.path.join(self._service_dir, "dra.sock")
-            self._service_server = ServedEndpoint(path, self._service, self._log.with_values(driver=driver))
+            log = self._log.with_values(driver=driver)
+            self._service_server = ServedEndpoint(self.service_socket, self._service, log)
             await self._service_server.start()
         self._service.driver = driver
         await self._service.upstream.retarget(endpoint)

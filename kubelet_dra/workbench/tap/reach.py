@@ -18,7 +18,9 @@ import os
 import grpc
 
 from kubelet_dra.peers.log import Logger
+from kubelet_dra.workbench.tap import owned
 from kubelet_dra.workbench.tap.forward import UNLIMITED_MESSAGES, Forwarder
+from kubelet_dra.workbench.tap.owned import OwnedSocket, SocketRefused
 
 SOCKET_DIR_MODE = 0o750
 FOLLOW_POLL = 0.1
@@ -33,24 +35,34 @@ DOWN = (grpc.ChannelConnectivity.TRANSIENT_FAILURE, grpc.ChannelConnectivity.SHU
 
 
 class Server:
-    """One gRPC server on one Unix socket, whose file goes away with it."""
+    """One gRPC server on a Unix socket of the tap's own, which goes away with it (``tap.owned``: never one something
+    listens on, never one something else has since put at the path)."""
 
-    def __init__(self, path: str, handler: grpc.GenericRpcHandler) -> None:
+    def __init__(self, path: str, handler: grpc.GenericRpcHandler, log: Logger) -> None:
         self.path = path
+        self._log = log
         self._server = grpc.aio.server(options=UNLIMITED_MESSAGES)
         self._server.add_generic_rpc_handlers((handler,))
+        self._socket: OwnedSocket | None = None
+
+    @property
+    def in_place(self) -> bool:
+        """Whether :attr:`path` is still this server's socket."""
+        return self._socket is not None and self._socket.in_place
 
     async def start(self) -> None:
         os.makedirs(os.path.dirname(self.path), SOCKET_DIR_MODE, exist_ok=True)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)
-        self._server.add_insecure_port(f"unix:{self.path}")
-        await self._server.start()
+        self._socket = await owned.bind(self._server, self.path, self._log)
+
+    def remove_socket(self) -> None:
+        """New dials fail; the connections made stay."""
+        if self._socket is not None:
+            self._socket.remove()
 
     async def stop(self) -> None:
+        """The socket goes before the connections break: whoever sees its connection end finds no socket."""
+        self.remove_socket()
         await self._server.stop(grace=None)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)
 
 
 class ServedEndpoint:
@@ -64,11 +76,13 @@ class ServedEndpoint:
         self._task: asyncio.Task[None] | None = None
         self._known = asyncio.Event()
         """Set once the endpoint was first found reachable (and served) or unreachable."""
+        self._refused = ""
+        """Why the tap's socket could not be put at :attr:`path` last time it tried (said once)."""
 
     @property
     def serving(self) -> bool:
         """Whether a dial of :attr:`path` reaches the driver now."""
-        return self._server is not None and os.path.exists(self.path)
+        return self._server is not None and self._server.in_place
 
     async def start(self) -> None:
         """Follow the driver's endpoint; return once it is served or found unreachable (``FIRST_CONNECT`` at most)."""
@@ -88,6 +102,20 @@ class ServedEndpoint:
             server, self._server = self._server, None
             await server.stop()
 
+    async def _serve(self, endpoint: str) -> None:
+        server = Server(self.path, self._forwarder, self._log)
+        try:
+            await server.start()
+        except SocketRefused as err:  # not served: the kubelet finds the driver unreachable, as it is through the tap
+            if str(err) != self._refused:
+                self._log.error("Cannot serve the driver's endpoint", str(err), endpoint=endpoint)
+            self._refused = str(err)
+            self._known.set()
+            return
+        self._server, self._refused = server, ""
+        self._known.set()
+        self._log.v(2).info("Serving the driver's endpoint", endpoint=endpoint, socket=self.path)
+
     async def _follow(self) -> None:
         was_ready = False
         while True:
@@ -95,18 +123,15 @@ class ServedEndpoint:
             state = upstream.channel.get_state(try_to_connect=True)
             present = os.path.exists(upstream.path)
             if state == READY and present and self._server is None:
-                self._server = Server(self.path, self._forwarder)
-                await self._server.start()
-                self._known.set()
-                self._log.v(2).info("Serving the driver's endpoint", endpoint=upstream.path, socket=self.path)
+                await self._serve(upstream.path)
             elif self._server is not None and (state in DOWN or (was_ready and state != READY)):
                 await self._close()  # the connection to the driver broke: the kubelet's to the tap breaks too
                 self._log.v(2).info("Driver unreachable: tap socket closed", endpoint=upstream.path, state=state.name)
-            elif self._server is not None and not present and os.path.exists(self.path):
-                os.unlink(self.path)  # new dials fail as they would on the driver's; made connections stay
+            elif self._server is not None and not present and self._server.in_place:
+                self._server.remove_socket()  # new dials fail as they would on the driver's; made connections stay
                 self._log.v(2).info("Driver's socket removed: tap socket removed", endpoint=upstream.path)
-            elif self._server is not None and present and not os.path.exists(self.path):
-                await self._close()  # the driver's socket is back: serve a new one
+            elif self._server is not None and present and not self._server.in_place:
+                await self._close()  # the driver's socket is back (or the tap's was taken away): serve a new one
                 continue
             was_ready = state == READY
             if state in DOWN:

@@ -12,6 +12,7 @@ import grpc
 import pytest
 from tapstandin import Through
 
+from kubelet_dra.peers.api.calls import CALLS_KEPT
 from kubelet_dra.workbench.tap.forward import HALF_CLOSE_GRACE
 
 
@@ -123,3 +124,16 @@ async def test_a_record_file_that_cannot_be_written_changes_no_call_and_is_said_
     assert [record.status for record in through.recorder.records()] == ["OK", "OK", "OK", "FAILED_PRECONDITION"]
     (said,) = [record for record in caplog.records if "call record file" in record.getMessage()]
     assert said.levelname == "ERROR" and said.kv["path"] == "/dev/full" and "space" in said.kv["err"]  # type: ignore[attr-defined]
+
+
+async def test_a_long_stream_reaches_the_caller_whole_and_its_record_keeps_the_last_messages(through: Through) -> None:
+    """A health stream stays open for as long as the driver is registered: the tap must not keep all it carried."""
+    many = CALLS_KEPT + 500
+    async with through.channel() as channel:
+        chat = channel.stream_stream("/test.StandIn/Chat")(iter([str(number).encode() for number in range(many)]))
+        replies = [message async for message in chat]
+    assert replies == [b"re: " + str(number).encode() for number in range(many)], "every message went both ways"
+    (talk,) = through.recorder.records()
+    kept = range(many - CALLS_KEPT, many)
+    assert talk.request == {"messages": [{"raw": base64.b64encode(str(number).encode()).decode()} for number in kept]}
+    assert talk.response == [{"raw": base64.b64encode(b"re: " + str(number).encode()).decode()} for number in kept]
