@@ -28,6 +28,7 @@ import yaml
 from kubelet_dra.peers.errors import StateError, UsageError
 from kubelet_dra.peers.kube.client import KubeClient
 from kubelet_dra.peers.log import get_logger
+from kubelet_dra.workbench.tap.owned import listening
 from kubelet_dra.workbench.testbed import objects
 
 DEVICE_PLUGIN_SOCKET = Path("/var/lib/kubelet/device-plugins/kubelet.sock")
@@ -88,7 +89,7 @@ class RealKubeletOptions:
             )
         if os.geteuid() != 0:
             raise UsageError("the real kubelet needs root (it bind-mounts its root dir)", fix="run the replay as root")
-        if _serving(DEVICE_PLUGIN_SOCKET):
+        if listening(DEVICE_PLUGIN_SOCKET):
             raise UsageError(
                 f"another kubelet already serves {DEVICE_PLUGIN_SOCKET}",
                 fix="one real kubelet per machine: stop it (or wait for the run that holds it) and replay again",
@@ -110,15 +111,6 @@ def connected_drivers(log: str) -> list[str]:
     for match in CONNECTION_LINE.finditer(log):
         connected[match["driver"], match["endpoint"]] = match["up"] == "true"
     return sorted({driver for (driver, _), up in connected.items() if up})
-
-
-def _serving(path: Path) -> bool:
-    with socket.socket(socket.AF_UNIX) as probe:
-        try:
-            probe.connect(str(path))
-        except OSError:
-            return False
-    return True
 
 
 def _free_port() -> int:

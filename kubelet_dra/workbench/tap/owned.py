@@ -67,12 +67,12 @@ def check_length(path: str, flag: str) -> None:
         )
 
 
-def listening(path: str) -> bool:
+def listening(path: str | os.PathLike[str]) -> bool:
     """Whether something accepts connections on ``path`` (a refused connection: a stale socket; can't tell: yes)."""
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         probe.settimeout(1.0)
-        probe.connect(path)
+        probe.connect(os.fspath(path))
     except (ConnectionRefusedError, FileNotFoundError):
         return False
     except OSError:  # EACCES, EAGAIN (a full backlog): something may be there

@@ -14,20 +14,12 @@ from nodeenv import GPU, NodeEnv
 
 from kubelet_dra.peers.errors import ConfigError
 from kubelet_dra.workbench.tap import Tap
+from kubelet_dra.workbench.tap.owned import listening
 
 
 def identity(path: Path) -> tuple[int, int]:
     found = os.lstat(path)
     return found.st_dev, found.st_ino
-
-
-def listened_on(path: Path) -> bool:
-    with socket.socket(socket.AF_UNIX) as probe:
-        try:
-            probe.connect(str(path))
-        except OSError:
-            return False
-    return True
 
 
 async def test_stopping_the_tap_after_the_driver_registered_in_the_kubelet_s_dir_again_leaves_its_socket(
@@ -49,7 +41,7 @@ async def test_stopping_the_tap_after_the_driver_registered_in_the_kubelet_s_dir
             before = identity(registration)
         finally:
             await tap.stop()
-        assert identity(registration) == before and listened_on(registration), "the driver's own socket stays"
+        assert identity(registration) == before and listening(registration), "the driver's own socket stays"
         await node.wait_for(lambda: node.plugins.usable(GPU), timeout=20)
         assert [instance.endpoint for instance in node.instances(GPU)] == direct
 
@@ -65,7 +57,7 @@ async def test_a_stale_driver_socket_never_replaces_a_driver_registered_in_the_k
         with pytest.raises(ConfigError, match="something listens on") as refused:
             await Tap(str(drivers), str(env.registry)).start()
         assert refused.value.where == str(registration)
-        assert identity(registration) == before and listened_on(registration)
+        assert identity(registration) == before and listening(registration)
         assert node.plugins.usable(GPU)
     assert not list(env.registry.glob(".*")), "no private name of the tap's left behind"
 
@@ -80,7 +72,7 @@ async def test_a_second_tap_over_the_same_dirs_is_refused_and_leaves_the_first_o
         with pytest.raises(ConfigError, match="something listens on"):
             await Tap(str(drivers), str(env.registry)).start()
         assert (identity(mirror), identity(Path(view.tap_endpoint))) == before
-        assert listened_on(mirror) and node.plugins.usable(GPU)
+        assert listening(mirror) and node.plugins.usable(GPU)
 
 
 async def test_of_two_taps_running_when_the_driver_comes_one_mirrors_it_and_the_other_s_stop_leaves_it(
@@ -99,7 +91,7 @@ async def test_of_two_taps_running_when_the_driver_comes_one_mirrors_it_and_the_
             (other,) = [tap for tap in taps if tap is not winner]
             before = identity(mirror)
             await other.stop()
-            assert identity(mirror) == before and listened_on(mirror), "the other tap removed only its own"
+            assert identity(mirror) == before and listening(mirror), "the other tap removed only its own"
             await winner.stop()
             assert not mirror.exists(), "the tap that mirrored the driver removes its mirror"
         finally:
@@ -116,5 +108,5 @@ async def test_a_stale_socket_at_the_mirror_path_is_replaced(env: NodeEnv) -> No
     async with env.node() as node, Tap(str(drivers), str(env.registry)):
         await env.spawn_driver(GPU, "--registry-dir", str(drivers))
         await node.wait_for(lambda: node.plugins.usable(GPU), timeout=20)
-        assert listened_on(mirror)
+        assert listening(mirror)
     assert not mirror.exists()
