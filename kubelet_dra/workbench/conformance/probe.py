@@ -12,15 +12,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import grpc
 from google.protobuf.message import Message
 
 from kubelet_dra.kubelet.pluginmanager.diagnosis import Diagnosis
+from kubelet_dra.kubelet.pluginmanager.operationexecutor.operation_generator import DEFAULT_TIMEOUTS
 from kubelet_dra.kubelet.pluginmanager.plugin_manager import SocketPhase
 from kubelet_dra.kubelet.release import DEFAULT_RELEASE
 from kubelet_dra.peers.api import pluginregistration_pb2
+from kubelet_dra.peers.api.calls import CallRecord
 from kubelet_dra.peers.api.services import HEALTH_SERVICES, REGISTRATION, Service
 from kubelet_dra.peers.driver.settings import CONTROL_SOCKET
 from kubelet_dra.peers.errors import UsageError
@@ -204,3 +207,41 @@ def service_for(identifier: str, services: tuple[Service, ...]) -> Service | Non
 def advertised_health(versions: tuple[str, ...]) -> tuple[Service, ...]:
     """The health services among ``versions``, in the order a 1.37 kubelet prefers them."""
     return tuple(HEALTH_SERVICES[name] for name in DEFAULT_RELEASE.health_services if name in versions)
+
+
+REGISTERED, IN_FLIGHT, NOT_REGISTERED = "registered", "in flight", "not registered"
+
+
+def registration_seen(records: Iterable[CallRecord], driver_name: str) -> str:
+    """What the node's call record says of the driver's registration since it started, gone or not (a driver that
+    exits right after registering did start): ``REGISTERED`` once the node told a socket whose last GetInfo named
+    the driver that it registered; ``IN_FLIGHT`` while such a socket's notification has not ended yet (a record is
+    added when its call ends, and a driver that exits as it answers may be seen gone first)."""
+    waiting: set[str] = set()
+    for record in records:
+        if record.method == REGISTRATION.method_path("GetInfo") and record.status == "OK":
+            if (record.response or {}).get("name") == driver_name:
+                waiting.add(record.endpoint)
+            else:
+                waiting.discard(record.endpoint)
+        elif record.method == REGISTRATION.method_path("NotifyRegistrationStatus") and record.endpoint in waiting:
+            if record.request.get("plugin_registered"):
+                return REGISTERED
+            waiting.discard(record.endpoint)
+    return IN_FLIGHT if waiting else NOT_REGISTERED
+
+
+def ever_registered(records: Iterable[CallRecord], driver_name: str) -> bool:
+    """Whether the node accepted a registration of the driver since it started (``registration_seen``)."""
+    return registration_seen(records, driver_name) == REGISTERED
+
+
+async def registered_once(bed: Testbed, driver_name: str) -> bool:
+    """Whether the node ever registered the driver, waiting out a notification still in flight (at most its
+    timeout): a driver that exits as it answers it is often seen gone before the node's call ends."""
+    deadline = time.monotonic() + DEFAULT_TIMEOUTS.notify + 1
+    while (seen := registration_seen(bed.node.recorder.records(), driver_name)) == IN_FLIGHT:
+        if time.monotonic() >= deadline:
+            break
+        await asyncio.sleep(POLL)
+    return seen == REGISTERED

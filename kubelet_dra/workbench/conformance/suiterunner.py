@@ -13,7 +13,7 @@ import contextlib
 import shlex
 import time
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import attrs
@@ -22,8 +22,6 @@ import grpc
 from kubelet_dra.kubelet.kubelet import NodeOptions
 from kubelet_dra.kubelet.pod_backoff import PodSyncPeriods
 from kubelet_dra.kubelet.release import KubeletRelease
-from kubelet_dra.peers.api.calls import CallRecord
-from kubelet_dra.peers.api.services import REGISTRATION
 from kubelet_dra.peers.errors import ConfigError, DriverStartError, StateError, UsageError
 from kubelet_dra.peers.kube.client import KubeApiError
 from kubelet_dra.workbench.conformance.checkcontext import Capabilities, CheckContext, pool_devices
@@ -35,7 +33,7 @@ from kubelet_dra.workbench.conformance.framework import (
 )
 from kubelet_dra.workbench.conformance.options import SuiteOptions
 from kubelet_dra.workbench.conformance.outcomes import CheckBlocked, CheckFailed, CheckSkipped
-from kubelet_dra.workbench.conformance.probe import Probe
+from kubelet_dra.workbench.conformance.probe import Probe, registered_once
 from kubelet_dra.workbench.conformance.results import NOT_RUN, CheckResult, ReleaseRuns, SuiteResult, judged
 from kubelet_dra.workbench.conformance.shapes import check_allocatable
 from kubelet_dra.workbench.conformance.target import Selection, Target, device_class_file
@@ -179,8 +177,8 @@ class _Suite:
             await self.driver.start()
         probe = Probe(self.bed, self.driver, self.target.driver_name, self.target.registration_timeout)
         self.capabilities = await probe.run()
-        registered = ever_registered(self.bed.node.recorder.records(), self.target.driver_name)
-        if self.driver is not None and self.driver.returncode is not None and not registered:
+        exited = self.driver is not None and self.driver.returncode is not None
+        if exited and not await registered_once(self.bed, self.target.driver_name):
             raise DriverStartError(
                 f"the driver exited with code {self.driver.returncode} as it started; no check was run",
                 where="--driver-cmd",
@@ -369,22 +367,3 @@ def _blocked(check: Check, blocked: CheckBlocked) -> tuple[str, str]:
     if cause.level != MUST and check.level == MUST:
         return FAILED, str(blocked)
     return NOT_RUN, f"not run: needs what {cause.id} found broken ({first_line})"
-
-
-def ever_registered(records: Iterable[CallRecord], driver_name: str) -> bool:
-    """Whether the node accepted a registration of the driver since it started, gone or not (a driver that exits
-    right after registering did start): it told a socket whose last GetInfo named the driver that it registered."""
-    named: set[str] = set()
-    for record in records:
-        if record.method == REGISTRATION.method_path("GetInfo") and record.status == "OK":
-            if (record.response or {}).get("name") == driver_name:
-                named.add(record.endpoint)
-            else:
-                named.discard(record.endpoint)
-        elif (
-            record.method == REGISTRATION.method_path("NotifyRegistrationStatus")
-            and record.endpoint in named
-            and record.request.get("plugin_registered")
-        ):
-            return True
-    return False

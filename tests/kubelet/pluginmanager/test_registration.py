@@ -12,7 +12,7 @@ import pytest
 
 from kubelet_dra.kubelet.kubelet import Node
 from kubelet_dra.kubelet.pluginmanager import SocketPhase
-from kubelet_dra.workbench.conformance.suiterunner import ever_registered
+from kubelet_dra.workbench.conformance.probe import ever_registered
 
 from .support import FakeClock, TinyDriver, settle
 

@@ -1,5 +1,5 @@
 """Whether the driver ever registered, read from the node's call record (a driver that exits right after
-registering did start), one case per row."""
+registering did start), one case per row; a notification whose call has not ended is in flight, not a refusal."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from kubelet_dra.peers.api.calls import CallRecord
 from kubelet_dra.peers.api.services import REGISTRATION
-from kubelet_dra.workbench.conformance.suiterunner import ever_registered
+from kubelet_dra.workbench.conformance.probe import IN_FLIGHT, NOT_REGISTERED, REGISTERED, registration_seen
 
 DRIVER = "gpu.example.com"
 
@@ -34,19 +34,19 @@ def call(method: str, socket: str, *, name: str = "", registered: bool = False, 
     [
         (
             [call("GetInfo", "/r/a.sock", name=DRIVER), call("NotifyRegistrationStatus", "/r/a.sock", registered=True)],
-            True,
+            REGISTERED,
         ),
-        ([call("GetInfo", "/r/a.sock", name=DRIVER), call("NotifyRegistrationStatus", "/r/a.sock")], False),
+        ([call("GetInfo", "/r/a.sock", name=DRIVER), call("NotifyRegistrationStatus", "/r/a.sock")], NOT_REGISTERED),
         (
             [
                 call("GetInfo", "/r/a.sock", name="other"),
                 call("NotifyRegistrationStatus", "/r/a.sock", registered=True),
             ],
-            False,
+            NOT_REGISTERED,
         ),
         (
             [call("GetInfo", "/r/a.sock", name=DRIVER), call("NotifyRegistrationStatus", "/r/b.sock", registered=True)],
-            False,
+            IN_FLIGHT,
         ),
         (
             [
@@ -54,12 +54,22 @@ def call(method: str, socket: str, *, name: str = "", registered: bool = False, 
                 call("GetInfo", "/r/a.sock", name="other"),
                 call("NotifyRegistrationStatus", "/r/a.sock", registered=True),
             ],
-            False,
+            NOT_REGISTERED,
         ),
-        ([call("GetInfo", "/r/a.sock", status="DEADLINE_EXCEEDED")], False),
-        ([], False),
+        ([call("GetInfo", "/r/a.sock", name=DRIVER)], IN_FLIGHT),
+        ([call("GetInfo", "/r/a.sock", status="DEADLINE_EXCEEDED")], NOT_REGISTERED),
+        ([], NOT_REGISTERED),
     ],
-    ids=["registered", "refused", "another-driver", "another-socket", "socket-reused", "no-answer", "no-call"],
+    ids=[
+        "registered",
+        "refused",
+        "another-driver",
+        "another-socket",
+        "socket-reused",
+        "notifying",
+        "no-answer",
+        "no-call",
+    ],
 )
 def test_the_driver_registered_only_when_the_node_told_its_socket_so(records, expected) -> None:
-    assert ever_registered(records, DRIVER) is expected
+    assert registration_seen(records, DRIVER) == expected
