@@ -212,15 +212,16 @@ def advertised_health(versions: tuple[str, ...]) -> tuple[Service, ...]:
 REGISTERED, IN_FLIGHT, NOT_REGISTERED = "registered", "in flight", "not registered"
 
 
-def registration_seen(records: Iterable[CallRecord], driver_name: str) -> str:
+def registration_seen(records: Iterable[CallRecord], driver_name: str | None) -> str:
     """What the node's call record says of the driver's registration since it started, gone or not (a driver that
     exits right after registering did start): ``REGISTERED`` once the node told a socket whose last GetInfo named
-    the driver that it registered; ``IN_FLIGHT`` while such a socket's notification has not ended yet (a record is
-    added when its call ends, and a driver that exits as it answers may be seen gone first)."""
+    the driver (any name, when none was given) that it registered; ``IN_FLIGHT`` while such a socket's notification
+    has not ended yet (a record is added when its call ends, and a driver that exits as it answers may be seen gone
+    first)."""
     waiting: set[str] = set()
     for record in records:
         if record.method == REGISTRATION.method_path("GetInfo") and record.status == "OK":
-            if (record.response or {}).get("name") == driver_name:
+            if not driver_name or (record.response or {}).get("name") == driver_name:
                 waiting.add(record.endpoint)
             else:
                 waiting.discard(record.endpoint)
@@ -236,7 +237,7 @@ def ever_registered(records: Iterable[CallRecord], driver_name: str) -> bool:
     return registration_seen(records, driver_name) == REGISTERED
 
 
-async def registered_once(bed: Testbed, driver_name: str) -> bool:
+async def registered_once(bed: Testbed, driver_name: str | None) -> bool:
     """Whether the node ever registered the driver, waiting out a notification still in flight (at most its
     timeout): a driver that exits as it answers it is often seen gone before the node's call ends."""
     deadline = time.monotonic() + DEFAULT_TIMEOUTS.notify + 1

@@ -73,3 +73,12 @@ def call(method: str, socket: str, *, name: str = "", registered: bool = False, 
 )
 def test_the_driver_registered_only_when_the_node_told_its_socket_so(records, expected) -> None:
     assert registration_seen(records, DRIVER) == expected
+
+
+def test_without_a_driver_name_the_driver_under_test_is_whichever_registered() -> None:
+    """``--driver-cmd`` without ``--driver-name``: the node's only driver is the one under test."""
+    records = [call("GetInfo", "/r/a.sock", name="gpu.nvidia.com")]
+    assert registration_seen(records, None) == IN_FLIGHT
+    records.append(call("NotifyRegistrationStatus", "/r/a.sock", registered=True))
+    assert registration_seen(records, None) == REGISTERED
+    assert registration_seen(records, DRIVER) == NOT_REGISTERED
