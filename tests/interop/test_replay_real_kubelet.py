@@ -34,18 +34,20 @@ and driver-v1-only / driver-v1beta1-only (pod-lifecycle's path on one service)."
 DEVICE_PLUGIN_SOCKET = Path("/var/lib/kubelet/device-plugins/kubelet.sock")
 
 
-def _broken_steps(out: str) -> list[dict[str, object]] | str:
-    """The steps that did not pass in a ``--output json`` report (its tail when it is not one): what a failure shows."""
+def _broken_steps(out: str) -> str:
+    """The steps that did not pass in a ``--output json`` report, each named with its message before its details
+    (its tail when it is not one): what a failure shows, in full."""
     try:
         report = json.loads(out)
     except ValueError:
         return out[-3000:]
-    return [
-        {"scenario": scenario["name"], "error": scenario["error"], **step}
+    lines = [
+        f"{scenario['name']}: {step.get('name')} {step['result']}: {step.get('message')}\n{step.get('details', '')}"
         for scenario in report["scenarios"]
         for step in scenario["steps"]
         if step["result"] not in ("passed", "skipped")
-    ] or [{"scenario": scenario["name"], "error": scenario["error"]} for scenario in report["scenarios"]]
+    ]
+    return "\n".join(lines or [f"{scenario['name']}: {scenario['error']}" for scenario in report["scenarios"]])
 
 
 def _flags(bin_dir: Path) -> list[str]:
@@ -123,7 +125,7 @@ async def test_on_a_real_control_plane_each_scenario_leaves_it_as_it_found_it(tu
         scenario = str(REPO / "scenarios" / "unprepare-fails-then-succeeds.yaml")
         flags = [*_flags(turn), "--kubeconfig", str(plane.kubeconfig), "--output", "json"]
         code, out, err = await kubelet_dra("replay", *flags, scenario, scenario, timeout=600)
-        assert code == 0, (_broken_steps(out), err[-2000:])
+        assert code == 0, f"{_broken_steps(out)}\n{err[-2000:]}"
         uids = [json.loads(out)["scenarios"][index]["steps"][0]["message"].split(" uid ")[1] for index in (0, 1)]
         assert uids[0].split(";")[0] != uids[1].split(";")[0]
         left = plane.kubectl("get", "pods,resourceclaims,resourceclaimtemplates", "-A", "-o", "name").stdout
