@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -89,12 +90,15 @@ async def test_legacy_only_driver_needs_legacy_services(node_factory, driver_pro
         assert list(node.chosen_services().values()) == ["v1alpha3.NodeService"]
 
 
-async def test_run_command_registers_wipes_and_stops_cleanly(tmp: Path, registry: Path):
+@contextlib.asynccontextmanager
+async def run_with_a_driver(tmp: Path, registry: Path, *run_flags: str) -> AsyncIterator[tuple[Process, Process, str]]:
+    """``kubelet-dra run`` as node-1 and the reference driver against its API server: ``(run, driver, kubeconfig)``
+    once run logged the registration; the driver stopped and then run, which must exit 0 without a traceback."""
     kubeconfig = tmp / "run.kubeconfig"
     run = await Process.start(
         "run",
         *("--node-name", "node-1", "--registry-dir", str(registry), "--kubeconfig-out", str(kubeconfig)),
-        *("--wiping-delay", "0.5", "--record-calls", str(tmp / "calls.jsonl")),
+        *run_flags,
     )
     driver = None
     try:
@@ -104,10 +108,22 @@ async def test_run_command_registers_wipes_and_stops_cleanly(tmp: Path, registry
             *("--driver-name", GPU, "--node-name", "node-1", "--kubeconfig", str(kubeconfig)),
             *("--registry-dir", str(registry), "--plugin-dir", str(tmp / "plugin"), "--cdi-root", str(tmp / "cdi")),
         )
+        yield run, driver, str(kubeconfig)
+    finally:
+        if driver is not None:
+            await driver.stop()
+        code = await run.stop()
+    assert code == 0
+    assert not any("Traceback" in line for line in run.lines), run.lines
+
+
+async def test_run_command_registers_wipes_and_stops_cleanly(tmp: Path, registry: Path):
+    flags = ("--wiping-delay", "0.5", "--record-calls", str(tmp / "calls.jsonl"))
+    async with run_with_a_driver(tmp, registry, *flags) as (run, driver, kubeconfig):
         line = await run.wait_line('msg="Registered DRA plugin"')
         assert f"driverName={GPU}" in line and "chosenService=v1.DRAPlugin" in line and "numPlugins=1" in line
         await driver.wait_line("published ResourceSlices")
-        kube = KubeClient.from_kubeconfig(str(kubeconfig))
+        kube = KubeClient.from_kubeconfig(kubeconfig)
         try:
             assert len(await slice_names(kube)) == 1
             assert await driver.stop() == 0
@@ -116,12 +132,6 @@ async def test_run_command_registers_wipes_and_stops_cleanly(tmp: Path, registry
             assert await slice_names(kube) == set()
         finally:
             kube.close()
-    finally:
-        if driver is not None:
-            await driver.stop()
-        code = await run.stop()
-    assert code == 0
-    assert not any("Traceback" in line for line in run.lines), run.lines
     assert (tmp / "calls.jsonl").exists()
 
 
@@ -144,31 +154,12 @@ async def test_run_command_rejects_an_unwritable_call_record_file(registry: Path
 @pytest.mark.skipif(os.geteuid() != 0, reason="/dev/full belongs to root: the recorder refuses another user's file")
 async def test_run_registers_a_driver_whose_calls_cannot_be_written_to_the_record_file(tmp: Path, registry: Path):
     """``--record-calls`` on a full disk: GetInfo and the notify still go through, the failure is one log line."""
-    kubeconfig = tmp / "run.kubeconfig"
-    run = await Process.start(
-        "run",
-        *("--node-name", "node-1", "--registry-dir", str(registry), "--kubeconfig-out", str(kubeconfig)),
-        *("--record-calls", "/dev/full"),
-    )
-    driver = None
-    try:
-        await run.wait_line("Plugin Watcher Start")
-        driver = await Process.start(
-            "driver",
-            *("--driver-name", GPU, "--node-name", "node-1", "--kubeconfig", str(kubeconfig)),
-            *("--registry-dir", str(registry), "--plugin-dir", str(tmp / "plugin"), "--cdi-root", str(tmp / "cdi")),
-        )
+    async with run_with_a_driver(tmp, registry, "--record-calls", "/dev/full") as (run, driver, _):
         line = await run.wait_line('msg="Registered DRA plugin"')
         assert f"driverName={GPU}" in line
         await driver.wait_line("registered with the kubelet")
-    finally:
-        if driver is not None:
-            await driver.stop()
-        code = await run.stop()
-    assert code == 0
     said = [line for line in run.lines if "call record file" in line]
     assert len(said) == 1 and "path=/dev/full" in said[0] and 'err="No space left on device"' in said[0], said
-    assert not any("Traceback" in line for line in run.lines), run.lines
 
 
 @pytest.mark.parametrize("planted", ["link", "another user's file"])
