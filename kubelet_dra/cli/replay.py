@@ -17,6 +17,7 @@ from kubelet_dra.workbench.fidelity.both import KUBELET_TIMING, TIMINGS
 from kubelet_dra.workbench.realnode import RealKubeletOptions, RealManagerOptions
 from kubelet_dra.workbench.scenarios import onrealkubelet as realkubelet
 from kubelet_dra.workbench.scenarios import replayreport as report
+from kubelet_dra.workbench.scenarios.library import library_files
 from kubelet_dra.workbench.scenarios.loader import ScenarioError, load
 from kubelet_dra.workbench.scenarios.model import Scenario, Step
 from kubelet_dra.workbench.scenarios.replayer import (
@@ -30,7 +31,12 @@ from kubelet_dra.workbench.scenarios.replayer import (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("files", nargs="+", metavar="FILE", help="scenario files (YAML)")
+    parser.add_argument("files", nargs="*", metavar="FILE", help="scenario files (YAML)")
+    parser.add_argument(
+        "--library",
+        action="store_true",
+        help="also every file of the scenario library installed with kubelet-dra (--check --output json lists them)",
+    )
     parser.add_argument(
         "--fault",
         action="append",
@@ -87,7 +93,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     kubelet = release(args.kubelet_version)
-    scenarios = [scenario.on(kubelet) for scenario in _with_drivers(args.driver, _load_all(args.files))]
+    files = [*args.files, *(library_files() if args.library else [])]
+    if not files:
+        raise UsageError("no scenario file given", fix="give scenario files, or --library for the installed library")
+    scenarios = [scenario.on(kubelet) for scenario in _with_drivers(args.driver, _load_all(files))]
     faults = _faults(args.fault, scenarios)
     real = _real_kubelet(args, scenarios)
     manager = RealManagerOptions(args.real_manager) if args.real_manager else None

@@ -11,7 +11,7 @@ SCENARIO = """
 apiVersion: kubelet-dra.dev/v1alpha1
 kind: Scenario
 metadata: {name: health-at-next-sync}
-timing: {wipingDelay: 30s, callTimeout: 2s, podRetryPeriod: 300ms, podResyncPeriod: %s, within: 5s}
+timing: {wipingDelay: 30s, callTimeout: 2s, podBackOffPeriod: 300ms, syncFrequency: %s, within: 5s}
 drivers:
   - id: gpu
     name: gpu.example.com

@@ -76,6 +76,24 @@ def test_check_only_validates():
     assert len(json.loads(done.stdout)["valid"]) >= 25
 
 
+def test_the_installed_library_is_every_file_of_scenarios_and_uses_only_current_keys():
+    """``--library``: the files the package carries, as a wheel user has them; no warning from the project's own."""
+    done = replay("--library", "--check", "--output", "json")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    valid = [Path(path) for path in json.loads(done.stdout)["valid"]]
+    assert [path.name for path in valid] == sorted(path.name for path in LIBRARY.glob("*.yaml"))
+    assert {path.parent.name for path in valid} == {"scenarios"} and valid[0].parent.parent.name == "kubelet_dra"
+
+
+def test_without_a_file_or_the_library_it_says_what_to_give():
+    done = replay()
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "kubelet-dra: error: no scenario file given (fix: give scenario files, or --library for the installed library)"
+    ]
+
+
 def test_check_refuses_a_driver_name_that_would_make_dirs_outside_the_work_dir(tmp_path: Path):
     """A driver's name names its dirs in the work dir: a slash or ``..`` would put them elsewhere."""
     bad = tmp_path / "escape.yaml"
