@@ -16,10 +16,10 @@ from rich.table import Table
 
 from kubelet_dra.cli import output
 from kubelet_dra.cli.command import Command
-from kubelet_dra.peers.errors import ConfigError
+from kubelet_dra.peers.errors import ConfigError, UsageError
 from kubelet_dra.workbench.debug import explain
-from kubelet_dra.workbench.debug.catalogue import MESSAGES, PAGE
-from kubelet_dra.workbench.debug.catalogue.page import render
+from kubelet_dra.workbench.debug.catalogue import MESSAGES, PAGE, mode_command, of_mode
+from kubelet_dra.workbench.debug.catalogue.page import render, render_mode
 
 EXIT_EXPLAINED, EXIT_NONE, EXIT_UNKNOWN = 0, 1, 3
 LAST = max(MESSAGES, key=lambda message: int(message.mode[1:])).mode
@@ -30,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--file", metavar="FILE", help="a log file to read (- for stdin)")
     parser.add_argument(
         "--catalogue", action="store_true", help=f"print every known message as Markdown (the page {PAGE})"
+    )
+    parser.add_argument(
+        "--mode", metavar="MODE", help=f"print the entries of one failure mode (F1-{LAST}) as Markdown, from the page"
     )
 
 
@@ -49,6 +52,12 @@ def lines(args: argparse.Namespace) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     if args.catalogue:
         sys.stdout.write(render())
+        return EXIT_EXPLAINED
+    if args.mode:
+        messages = of_mode(args.mode)
+        if not messages:
+            raise UsageError(f"--mode {args.mode}: no such failure mode", fix=f"give one of F1-{LAST}")
+        sys.stdout.write(render_mode(messages))
         return EXIT_EXPLAINED
     read = lines(args)
     found = explain(read)
@@ -83,10 +92,15 @@ def _table(found: list[explain.Explanation]) -> Table:
         fix = escape(item.fix)
         if item.more:
             fix += f"\n[cyan]more: {escape(item.more)}[/cyan]"
-        fix += f"\n[dim]{escape(item.source)}[/dim]\n[dim]{escape(item.link)}[/dim]"
+        fix += f"\n[dim]{escape(item.source)}[/dim]\n[dim]{escape(_entry(item))}[/dim]"
         mode = item.mode + ("\n[green]harmless[/green]" if item.harmless else "")
         table.add_row(str(item.line), mode, meaning, fix)
     return table
+
+
+def _entry(item: explain.Explanation) -> str:
+    """Where the entry is: the command that prints it, and the page of a clone."""
+    return f"{mode_command(item.mode)} · {item.link}" if item.known else item.link
 
 
 COMMAND = Command(
@@ -95,7 +109,8 @@ COMMAND = Command(
         "Read a message (the arguments), a log file (--file) or stdin, and explain every line that holds a known"
         f" kubelet DRA message (1.36 and 1.37): its failure mode (F1-{LAST}), what it means, its likely causes, the fix"
         " and the command that shows more. A warning or error line that looks like the kubelet's DRA code but is in"
-        f" no entry is shown with its source and a next step. --catalogue prints every entry ({PAGE}). Exit 0 when"
+        f" no entry is shown with its source and a next step. --catalogue prints every entry ({PAGE}), --mode the"
+        " entries of one mode. Exit 0 when"
         " every DRA line was explained, 1 when there was no DRA line at all, 3 when some DRA line is not in the"
         " catalogue."
     ),

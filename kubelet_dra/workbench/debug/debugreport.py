@@ -19,7 +19,7 @@ from rich.text import Text
 
 from kubelet_dra.kubelet.pluginmanager import FAILURE_MODES, SocketPhase, SocketState
 from kubelet_dra.peers.log import clock_time
-from kubelet_dra.workbench.debug.catalogue import mode_link
+from kubelet_dra.workbench.debug.catalogue import mode_command, mode_link
 from kubelet_dra.workbench.debug.drivernames import NameMismatch
 from kubelet_dra.workbench.debug.inventory import FoundSocket, Liveness
 from kubelet_dra.workbench.debug.timeline import Event, InstanceView
@@ -285,7 +285,7 @@ def _problems(problems: list[Problem]) -> Text:
             text.append(f"    kubelet: {problem.message}\n", style="dim")
         text.append(f"    fix: {problem.fix}\n", style="cyan")
         if problem.link:
-            text.append(f"    more: {problem.link}\n", style="dim")
+            text.append(f"    more: {mode_command(problem.mode)} · {problem.link}\n", style="dim")
     text.rstrip()
     return text
 

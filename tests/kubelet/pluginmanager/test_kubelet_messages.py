@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import kubelet_dra
 
 from kubelet_dra.workbench.debug.catalogue import MESSAGES, PAGE, find
 from kubelet_dra.workbench.debug.catalogue.page import render
@@ -102,3 +103,17 @@ REAL_LINES = [
 def test_every_dra_line_of_the_real_kubelet_is_explained(line: str) -> None:
     (item,) = explain([line])
     assert item.known, f"not in the catalogue: {line}"
+
+
+async def test_a_failure_mode_s_entries_print_without_a_clone_and_an_unknown_mode_is_one_line() -> None:
+    """``explain`` and ``debug`` point at ``explain --mode F12``: what the page says of F12, for a wheel's user."""
+    code, out, err = await kubelet_dra("explain", "--mode", "f12")
+    assert code == 0, err
+    entries = [message for message in MESSAGES if message.mode == "F12"]
+    assert entries and all(f'<a id="{message.anchor}"></a>' in out for message in entries)
+    assert all(section in (REPO / PAGE).read_text() for section in out.split("<a id=")[1:])
+    code, out, err = await kubelet_dra("explain", "--mode", "F99")
+    assert code == 2
+    assert err.splitlines() == ["kubelet-dra: error: --mode F99: no such failure mode (fix: give one of F1-F40)"]
+    code, out, _ = await kubelet_dra("explain", "DRA driver gpu.example.com is not registered")
+    assert "kubelet-dra explain --mode F12" in out

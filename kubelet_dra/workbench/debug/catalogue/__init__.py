@@ -26,4 +26,14 @@ def mode_link(mode: str) -> str:
     return f"{PAGE}#{key}" if key else PAGE
 
 
-__all__ = ["MESSAGES", "PAGE", "RELEASES", "Message", "Source", "find", "mode_link"]
+def mode_command(mode: str) -> str:
+    """The command that prints a failure mode's entries of the page, for a reader without a clone."""
+    return f"kubelet-dra explain --mode {mode}"
+
+
+def of_mode(mode: str) -> list[Message]:
+    """The messages of one failure mode (``F12`` or ``f12``), in catalogue order."""
+    return [message for message in MESSAGES if message.mode == mode.upper()]
+
+
+__all__ = ["MESSAGES", "PAGE", "RELEASES", "Message", "Source", "find", "mode_command", "mode_link", "of_mode"]

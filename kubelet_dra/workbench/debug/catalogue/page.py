@@ -29,6 +29,11 @@ def render() -> str:
     return "\n".join(parts)
 
 
+def render_mode(messages: list[Message]) -> str:
+    """The page's entries of one failure mode, Markdown, as ``explain --mode`` prints them."""
+    return "\n".join(_entry(message) for message in messages)
+
+
 def _order(message: Message) -> tuple[int, int]:
     return int(message.mode[1:]), MESSAGES.index(message)
 
