@@ -13,6 +13,7 @@ from rich.markup import escape
 from kubelet_dra.cli import nodeflags, output
 from kubelet_dra.cli.command import Command
 from kubelet_dra.kubelet.release import KubeletRelease
+from kubelet_dra.peers.errors import UsageError
 from kubelet_dra.workbench.conformance import shapes
 from kubelet_dra.workbench.conformance import suitereport as report
 from kubelet_dra.workbench.conformance.checks import all_checks
@@ -21,9 +22,11 @@ from kubelet_dra.workbench.conformance.options import SuiteOptions
 from kubelet_dra.workbench.conformance.results import ReleaseRuns
 from kubelet_dra.workbench.conformance.suiterunner import run_releases
 from kubelet_dra.workbench.conformance.target import REGISTRATION_TIMEOUT, Selection, Target
-from kubelet_dra.workbench.testbed import PLACEHOLDERS
+from kubelet_dra.workbench.testbed import PLACEHOLDERS, REFERENCE_DRIVER
 
 DEFAULTS = SuiteOptions()
+REFERENCE_DRIVER_NAME = "gpu.example.com"
+"""The reference driver's name under ``--reference-driver`` unless ``--driver-name`` gives another."""
 
 REAL_DRIVERS = """\
 real Go drivers (they take the kubelet's plugins root and serve <root>/<driver>/dra.sock):
@@ -42,13 +45,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = textwrap.fill(parser.description or "", 79)
     parser.epilog = REAL_DRIVERS
     target = parser.add_argument_group(
-        "the driver under test: --driver-cmd, or --registry-dir with --kubeconfig; --kubeconfig alone picks the cluster"
+        "the driver under test: --driver-cmd (or --reference-driver), or --registry-dir with --kubeconfig;"
+        " --kubeconfig alone picks the cluster"
     )
     target.add_argument(
         "--driver-cmd",
         metavar="COMMAND",
         help="command that starts the driver; the suite starts, restarts and stops it. Placeholders: "
         + ", ".join("{" + p + "}" for p in PLACEHOLDERS),
+    )
+    target.add_argument(
+        "--reference-driver",
+        nargs="?",
+        const="",
+        metavar="FLAGS",
+        help="the reference driver that ships with kubelet-dra as the driver under test, with its FLAGS if given"
+        " (e.g. '--devices 4 --fault-prepare-error boom'; kubelet-dra driver --help lists them)",
     )
     target.add_argument("--registry-dir", metavar="DIR", help="registry dir of a driver that is already running")
     target.add_argument(
@@ -149,6 +161,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _driver_cmd(args: argparse.Namespace) -> str | None:
+    """``--driver-cmd``, or the reference driver's command with ``--reference-driver``'s flags."""
+    if args.reference_driver is None:
+        return args.driver_cmd
+    if args.driver_cmd is not None:
+        raise UsageError("--reference-driver and --driver-cmd both name the driver under test", fix="give one of them")
+    name = args.driver_name or REFERENCE_DRIVER_NAME
+    return f"{REFERENCE_DRIVER.replace('{driver}', name)} {args.reference_driver}".strip()
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -176,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
         argparse.Namespace(kubelet_version=kubelets[0].name, feature_gates=args.feature_gates)
     )
     target = Target(
-        driver_cmd=args.driver_cmd,
+        driver_cmd=_driver_cmd(args),
         registry_dir=args.registry_dir,
         cdi_root=args.cdi_root,
         kubeconfig=args.kubeconfig,
