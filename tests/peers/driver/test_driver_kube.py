@@ -192,10 +192,10 @@ def test_in_cluster_kubeconfig_reads_the_rotated_token(tmp_path: Path) -> None:
     )
     configuration = load_configuration(str(path))
     assert configuration.host == "https://10.0.0.1:443"
-    assert configuration.ssl_ca_cert == str(account / "ca.crt")
-    assert configuration.get_api_key_with_prefix("BearerToken") == "Bearer first"
+    assert configuration.ca_file == str(account / "ca.crt")
+    assert configuration.authorization() == "Bearer first"
     (account / "token").write_text("second\n")  # the kubelet rotated it
-    assert configuration.get_api_key_with_prefix("BearerToken") == "Bearer second"
+    assert configuration.authorization() == "Bearer second"
 
 
 def test_in_cluster_kubeconfig_brackets_an_ipv6_host(tmp_path: Path) -> None:
