@@ -233,7 +233,7 @@ def _data_file(data: str, field: str, reader: _Reader) -> str:
     """A private file holding the base64 ``data`` (TLS reads certificates from files), one per content, removed
     when the process exits, as the official loader keeps them."""
     try:
-        content = base64.standard_b64decode(data.encode())
+        content = base64.b64decode("".join(data.split()), validate=True)  # line breaks allowed, as client-go reads it
     except (binascii.Error, ValueError) as err:
         raise reader.fail(f"{field} is not base64: {err}") from err
     if content not in _DATA_FILES:

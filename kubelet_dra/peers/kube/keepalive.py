@@ -113,8 +113,9 @@ class KeepAlive:
         data = http1.request(method, self._prefix + target, self._authority, self._headers(body, content_type), body)
         pool = self._pool(executor)
         try:
-            async with pool.slots, asyncio.timeout(self._timeout):
-                answer = await self._exchange(pool, data)
+            async with pool.slots:  # the timeout starts with the request, not in the queue (as in a thread pool's)
+                async with asyncio.timeout(self._timeout):
+                    answer = await self._exchange(pool, data)
         except _NO_ANSWER as err:
             raise NoAnswer(_reason(err), where=target) from err
         return answer.status, answer.reason, answer.body

@@ -31,14 +31,19 @@ print(any(name == "kubernetes" or name.startswith("kubernetes.") for name in sys
 """
 
 
-async def test_the_driver_publishes_its_slices_without_the_official_package(env: Env) -> None:
-    driver = await KubeletDRAProcess.start(
+async def start_driver(env: Env, kubeconfig: Path, environ: dict[str, str] | None = None) -> KubeletDRAProcess:
+    """The reference driver of ``env``'s node, as the testbed starts it, with ``kubeconfig``."""
+    return await KubeletDRAProcess.start(
         "driver",
-        *("--driver-name", env.driver, "--node-name", env.node, "--kubeconfig", str(env.apiserver.kubeconfig)),
+        *("--driver-name", env.driver, "--node-name", env.node, "--kubeconfig", str(kubeconfig)),
         *("--registry-dir", str(env.registry_dir), "--plugin-dir", str(env.plugin_dir(env.driver))),
         *("--cdi-root", str(env.cdi_root)),
-        env={"PYTHONPROFILEIMPORTTIME": "1"},
+        env=environ,
     )
+
+
+async def test_the_driver_publishes_its_slices_without_the_official_package(env: Env) -> None:
+    driver = await start_driver(env, env.apiserver.kubeconfig, {"PYTHONPROFILEIMPORTTIME": "1"})
     try:
         await driver.wait_line("published ResourceSlices")
     finally:
@@ -81,3 +86,14 @@ def test_only_a_kubeconfig_the_package_alone_reads_imports_it(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["Namespace", str(official)]
+
+
+async def test_a_kubeconfig_field_the_driver_cannot_use_is_one_line(env: Env, tmp_path: Path) -> None:
+    path = kubeconfig(env.apiserver, tmp_path / "kc", user__token=None, user__tokenFile="gone")
+    driver = await start_driver(env, path)
+    assert await driver.wait() == 2
+    assert driver.lines == [
+        f"kubelet-dra: error: {path}: kubeconfig unusable: user.tokenFile cannot be read: No such file or directory:"
+        f" {tmp_path / 'gone'} (fix: pass --kubeconfig with a kubeconfig file, e.g. the one `kubelet-dra apiserver`"
+        " writes)"
+    ]

@@ -29,6 +29,11 @@ current-context: c
 """
 
 
+def changed(old: str, new: str) -> str:
+    """The kubeconfig above, of server https://x, with ``old`` replaced by ``new``."""
+    return KUBECONFIG.format(server="https://x").replace(old, new)
+
+
 @pytest.mark.parametrize(
     ("content", "problem"),
     [
@@ -37,6 +42,12 @@ current-context: c
         ("- a list", "not a YAML mapping"),
         ("apiVersion: v1\nkind: Config\n", "has no clusters"),
         (KUBECONFIG.format(server="https://x").replace("current-context: c", "current-context: nope"), "unusable"),
+        (changed('server: "https://x"', "insecure-skip-tls-verify: true"), "cluster.server must be a non-empty string"),
+        (changed('"https://x"', '"https://x", insecure-skip-tls-verify: yes-please'), "true or false"),
+        (changed("token: secret-token", "tokenFile: gone"), "user.tokenFile cannot be read"),
+        (changed('"https://x"', '"https://x", certificate-authority: gone.crt'), "names a file that does not exist"),
+        (changed("token: secret-token", "client-key-data: '%%%'"), "user.client-key-data is not base64"),
+        (changed("contexts: [", "contexts: [{name: c, context: {cluster: c}}, "), "2 entries named 'c'"),
     ],
 )
 def test_bad_kubeconfig_names_file_and_problem(tmp_path: Path, content: str | None, problem: str) -> None:
