@@ -3,8 +3,9 @@
 A kubeconfig that needs nothing but these (the commonest: a token, a token file or a client certificate)
 is read without the official ``kubernetes`` package, whose import costs a driver more CPU at its start than
 all the rest of its code; a kubeconfig the package alone understands (an exec or auth-provider plugin, a
-user name and password, a proxy) is loaded by it and its settings copied here, with its credentials still
-asked of it on every request (it renews what expires).
+user name and password) is loaded by it and its settings copied here, with its credentials still asked of
+it on every request (it renews what expires). A proxy is the one setting only the package's transport
+speaks for.
 """
 
 from __future__ import annotations

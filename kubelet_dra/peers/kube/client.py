@@ -160,7 +160,7 @@ class KubeClient:
             raise self._unreachable(err, path) from err
         if not 200 <= status <= 299:
             raise _error_of(status, reason, answer, f"{method} {path}")
-        return keepalive.decode(answer)
+        return _decode(answer)
 
     async def get(self, path: str, query: dict[str, str] | None = None) -> dict[str, Any]:
         """``request("GET", ...)``: the hot path of a pod's preparation (its claim reads)."""
@@ -197,6 +197,12 @@ class KubeClient:
 
 def _target(path: str, query: Mapping[str, str] | None) -> str:
     return path + (f"?{urlencode(query)}" if query else "")
+
+
+def _decode(body: bytes) -> dict[str, Any]:
+    """The JSON document of an answer (an empty body is an empty document, as the official client read it)."""
+    document: dict[str, Any] = json.loads(body) if body else {}
+    return document
 
 
 def _error_of(code: int, reason: str, body: bytes, where: str) -> KubeApiError:

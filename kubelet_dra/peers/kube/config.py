@@ -137,8 +137,9 @@ def _from_file(path: Path) -> ApiConfig:
         return reader.config(cluster, user)
     from kubelet_dra.peers.kube import official  # the package's import is paid only by kubeconfigs that need it
 
+    renews, token_file = bool(user.keys() & {"exec", "auth-provider"}), reader.file(user, "user.tokenFile")
     try:
-        return official.load(document, str(path), renews=bool(user.keys() & {"exec", "auth-provider"}))
+        return official.load(document, str(path), renews=renews, token_file=token_file)
     except official.LOAD_ERRORS as err:
         raise ConfigError(f"kubeconfig unusable: {err}", where=str(path), fix=_FIX) from err
 
@@ -186,11 +187,10 @@ class _Reader:
             proxy=self.text(cluster, "cluster.proxy-url") or _environment_proxy(host),
         )
         if config.token_file is not None:
-            try:
-                Path(config.token_file).read_text()
+            try:  # read now to be named if it cannot be; then again for every request
+                config.token = Path(config.token_file).read_text().strip()
             except OSError as err:
                 raise self.fail(f"user.tokenFile cannot be read: {err.strerror}: {config.token_file}") from err
-            config.authorization()
         if host.startswith("https"):  # as the official loader: TLS files only where TLS is spoken
             config.ca_file = self.file_or_data(cluster, "cluster.certificate-authority")
             config.cert_file = self.file_or_data(user, "user.client-certificate")

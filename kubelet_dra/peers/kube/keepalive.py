@@ -16,10 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import ssl
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 from urllib.parse import urlsplit
 
 import attrs
@@ -131,7 +129,7 @@ class KeepAlive:
                     writer.write(data)
                     head = await http1.head(reader)
                 except BaseException:
-                    writer.transport.abort()
+                    _abort(writer)
                     raise
         except _NO_ANSWER as err:
             raise NoAnswer(_reason(err), where=target) from err
@@ -202,7 +200,8 @@ class KeepAlive:
 
 @attrs.define
 class _Pool:
-    """The kept connections of one lane, in one event loop, and the slots of the requests in flight."""
+    """The kept connections of one queue (the default, or a caller's executor) in one event loop, and the slots
+    of its requests in flight."""
 
     loop: asyncio.AbstractEventLoop
     slots: asyncio.Semaphore
@@ -232,9 +231,3 @@ def _reason(err: BaseException) -> str:
     if isinstance(err, TimeoutError):
         return "no answer within the request timeout"
     return str(err) or type(err).__name__
-
-
-def decode(body: bytes) -> dict[str, Any]:
-    """The JSON document of an answer (an empty body is an empty document, as the official path read it)."""
-    document: dict[str, Any] = json.loads(body) if body else {}
-    return document

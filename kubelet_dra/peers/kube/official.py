@@ -2,7 +2,7 @@
 
 It loads the kubeconfigs this project does not read itself (an exec or auth-provider plugin renews its
 token; a user name and password), and it sends the requests of a configuration the kept-alive transport
-cannot speak for (a proxy): each from a worker thread (``asyncio.to_thread``, or the caller's executor),
+cannot speak for (a proxy): each from a worker thread (the loop's, or the caller's executor),
 so the event loop never blocks, a watch's stream read by a thread of its own. Importing it costs 0.4 s of
 CPU, so nothing imports this module before it is needed.
 """
@@ -28,9 +28,10 @@ LOAD_ERRORS = (ConfigException, KeyError, TypeError, ValueError, OSError)
 """What the library's loader raises for a kubeconfig it cannot use."""
 
 
-def load(document: dict[str, Any], path: str, *, renews: bool) -> ApiConfig:
+def load(document: dict[str, Any], path: str, *, renews: bool, token_file: str | None) -> ApiConfig:
     """The settings of a kubeconfig ``document`` (read from ``path``) as the library loads them; ``renews``: its
-    user's token comes from an exec or auth-provider plugin, and expires."""
+    user's token comes from an exec or auth-provider plugin, and expires; a ``token_file`` is read again for
+    every request (the library reads it once)."""
     configuration = Configuration()
     # What load_kube_config does, from the document already read: the root node carries the file's path, so
     # relative file names resolve next to the kubeconfig.
@@ -51,7 +52,8 @@ def load(document: dict[str, Any], path: str, *, renews: bool) -> ApiConfig:
         cert_file=configuration.cert_file or None,
         key_file=configuration.key_file or None,
         proxy=configuration.proxy or None,
-        credentials=functools.partial(_authorization, configuration),
+        token_file=token_file,
+        credentials=None if token_file else functools.partial(_authorization, configuration),
         official=configuration,
     )
 

@@ -15,6 +15,7 @@ from driver_support import NAMESPACE, RESOURCE, create_claim, create_node, uniqu
 
 from kubelet_dra.peers.apiserver.server import EmbeddedAPIServer
 from kubelet_dra.peers.errors import ConfigError
+from kubelet_dra.peers.kube import config
 from kubelet_dra.peers.kube.client import KubeApiError, KubeClient, api_path
 from kubelet_dra.peers.kube.config import in_cluster_kubeconfig, load_configuration
 from kubelet_dra.peers.kube.resource import ResourceAPI
@@ -231,3 +232,21 @@ def test_in_cluster_kubeconfig_says_what_is_missing(
     assert missing in caught.value.what
     assert caught.value.where.endswith(where)
     assert "--kubeconfig" in caught.value.fix
+
+
+def test_in_cluster_credentials_without_a_kubeconfig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    account = service_account(tmp_path / "sa")
+    monkeypatch.setattr(config, "SERVICE_ACCOUNT_DIR", str(account))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "fd00::1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    loaded = load_configuration()
+    assert (loaded.host, loaded.ca_file, loaded.authorization()) == (
+        "https://[fd00::1]:443",
+        str(account / "ca.crt"),
+        "Bearer first",
+    )
+    (account / "token").write_text("")
+    with pytest.raises(ConfigError) as caught:
+        load_configuration()
+    assert caught.value.where == str(account / "token")
+    assert "the service account's token is missing or empty" in caught.value.what

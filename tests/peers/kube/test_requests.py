@@ -122,12 +122,16 @@ async def test_a_watch_the_server_refuses_is_an_api_error(client: KubeClient) ->
     assert caught.value.not_found
 
 
-async def test_a_rotated_token_file_is_used_by_the_next_write(apiserver: ServerThread, tmp_path: Path) -> None:
+@pytest.mark.parametrize("loaded_by_the_library", [False, True])
+async def test_a_rotated_token_file_is_used_by_the_next_write(
+    apiserver: ServerThread, tmp_path: Path, loaded_by_the_library: bool
+) -> None:
     token_file = tmp_path / "token"
     token_file.write_text(f"{apiserver.server.admin_token}\n")
-    kube = KubeClient.from_kubeconfig(
-        str(kubeconfig(apiserver, tmp_path / "kc", user__token=None, user__tokenFile="token"))
-    )
+    unknown = {"user__as": "someone"} if loaded_by_the_library else {}  # a field only the library reads (and ignores)
+    path = kubeconfig(apiserver, tmp_path / "kc", user__token=None, user__tokenFile="token", **unknown)
+    assert (load_configuration(str(path)).official is not None) == loaded_by_the_library
+    kube = KubeClient.from_kubeconfig(str(path))
     try:
         name = unique("cm")
         await kube.request("POST", CONFIGMAPS, body={"metadata": {"name": name}})
