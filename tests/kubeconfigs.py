@@ -1,4 +1,5 @@
-"""Kubeconfigs of the embedded API server with changes, for the API client's tests."""
+"""Kubeconfigs of the embedded API server with changes, and the official client's answers, for the API client's
+tests."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from kubernetes import config
 
 from kubelet_dra.workbench.testbed.serverthread import ServerThread
 
@@ -61,3 +63,14 @@ def client_certificate(common_name: str) -> tuple[bytes, bytes]:
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
     return certificate.public_bytes(serialization.Encoding.PEM), key_pem
+
+
+def official_get(kubeconfig: Path, path: str) -> tuple[int, dict[str, Any]]:
+    """``GET path`` through the official client (urllib3) with ``kubeconfig``, for comparison: the HTTP status and
+    the JSON answer (a Status for an error)."""
+    with config.new_client_from_config(config_file=str(kubeconfig)) as api:
+        request = api.param_serialize(
+            "GET", path, header_params={"Accept": "application/json"}, auth_settings=["BearerToken"]
+        )
+        response = api.call_api(*request)
+        return response.status, json.loads(response.read())

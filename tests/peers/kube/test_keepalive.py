@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
-from kubeconfigs import kubeconfig
+from kubeconfigs import kubeconfig, official_get
 
 from kubelet_dra.peers.apiserver.tls import ensure_certificates
 from kubelet_dra.peers.kube.client import KubeApiError, KubeClient, api_path
@@ -20,21 +18,12 @@ from kubelet_dra.workbench.testbed.serverthread import ServerThread
 NAMESPACES = api_path("", "v1", "namespaces")
 
 
-def official(apiserver: ServerThread, path: str) -> dict[str, Any]:
-    """The same request through the official client (urllib3, worker thread), for comparison."""
-    with apiserver.api_client() as api:
-        request = api.param_serialize(
-            "GET", path, header_params={"Accept": "application/json"}, auth_settings=["BearerToken"]
-        )
-        return json.loads(api.call_api(*request).read())  # type: ignore[no-any-return]
-
-
 async def test_a_get_answers_as_the_official_client_does(apiserver: ServerThread) -> None:
     client = KubeClient.from_kubeconfig(str(apiserver.kubeconfig))
     try:
         path = api_path("", "v1", "namespaces", name="default")
-        fast, slow = await client.get(path), await asyncio.to_thread(official, apiserver, path)
-        assert fast == slow
+        fast, (status, slow) = await client.get(path), await asyncio.to_thread(official_get, apiserver.kubeconfig, path)
+        assert (status, fast) == (200, slow)
         assert fast["metadata"]["name"] == "default"
         listed = await client.get(NAMESPACES, query={"labelSelector": "kubernetes.io/metadata.name=default"})
         assert [item["metadata"]["name"] for item in listed["items"]] == ["default"]
