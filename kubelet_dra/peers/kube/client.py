@@ -1,32 +1,26 @@
-"""An asyncio face on the official (synchronous) ``kubernetes`` client.
+"""An asyncio client of the Kubernetes API: JSON requests and watches, each answer or failure the same
+whichever transport carries it.
 
-Requests go through the client's own authentication, TLS and proxy handling, each in a worker
-thread (``asyncio.to_thread``), so event-loop code never blocks on the network. ``get``, for the
-hot path of a pod's preparation (its claim reads), takes a connection the event loop keeps alive
-instead (``keepalive``), set up from the same configuration, with the same answers and errors.
-Objects travel as plain JSON dicts: they are wire documents, and keeping them untyped lets one
+The event loop's own kept-alive HTTP/1.1 connections (``keepalive``) carry every request of a configuration
+they can speak for (a server over http or https, its CA, a token, a token file or a client certificate); the
+official ``kubernetes`` client (``official``), imported only then, carries those of a proxy, from worker
+threads. Objects travel as plain JSON dicts: they are wire documents, and keeping them untyped lets one
 code path read any API version, fields the client library does not know included.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import functools
 import json
-import threading
-from collections.abc import AsyncGenerator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from concurrent.futures import Executor
-from typing import Any
-from urllib.parse import quote
+from typing import Any, Protocol
+from urllib.parse import quote, urlencode
 
 import attrs
-import urllib3
-from kubernetes.client import ApiClient, Configuration
-from kubernetes.client.rest import RESTResponse
 
 from kubelet_dra.peers.errors import KubeletDRAError
 from kubelet_dra.peers.kube import keepalive
+from kubelet_dra.peers.kube.apiconfig import ApiConfig, NoAnswer
 from kubelet_dra.peers.kube.config import load_configuration
 
 DEFAULT_TIMEOUT = 30.0
@@ -99,23 +93,34 @@ def status_error(status: dict[str, Any], code: int, where: str) -> KubeApiError:
     )
 
 
+class Transport(Protocol):
+    """What carries the requests: ``keepalive.KeepAlive``, or ``official.OfficialTransport`` for a proxy."""
+
+    async def request(
+        self, method: str, target: str, body: bytes | None, content_type: str, executor: Executor | None
+    ) -> tuple[int, str, bytes]: ...
+
+    async def stream(self, target: str, read_timeout: float) -> keepalive.Stream: ...
+
+    def close(self) -> None: ...
+
+
 class KubeClient:
     """Async JSON requests and watches against one API server."""
 
-    def __init__(
-        self, configuration: Configuration, *, timeout: float = DEFAULT_TIMEOUT, connections: int | None = None
-    ) -> None:
-        """``connections``: how many requests go out at once from this client's callers (their threads); the
-        connections kept open for reuse. A request beyond the pool's size (the library's default: five per CPU)
-        opens a connection, and a TLS handshake on both sides, and drops it afterwards."""
-        if connections is not None:
-            configuration.connection_pool_maxsize = connections
-        self._api = ApiClient(configuration)
-        self._api.user_agent = keepalive.USER_AGENT
+    def __init__(self, config: ApiConfig, *, timeout: float = DEFAULT_TIMEOUT, connections: int | None = None) -> None:
+        """``connections``: how many requests go out at once from this client's callers; the connections kept
+        open for reuse. On the official client's path a request beyond the pool's size (the library's default:
+        five per CPU) opens a connection, and a TLS handshake on both sides, and drops it afterwards."""
+        self._config = config
         self._timeout = timeout
-        self._reader = (
-            keepalive.KeepAliveReader(configuration, timeout=timeout) if keepalive.supported(configuration) else None
-        )
+        self._transport: Transport
+        if keepalive.supported(config):
+            self._transport = keepalive.KeepAlive(config, timeout=timeout, connections=connections)
+        else:
+            from kubelet_dra.peers.kube import official  # the package's import is paid only where it is needed
+
+            self._transport = official.OfficialTransport(config, timeout=timeout, connections=connections)
 
     @classmethod
     def from_kubeconfig(
@@ -126,12 +131,10 @@ class KubeClient:
 
     @property
     def host(self) -> str:
-        return str(self._api.configuration.host)
+        return self._config.host
 
     def close(self) -> None:
-        if self._reader is not None:
-            self._reader.close()
-        self._api.close()
+        self._transport.close()
 
     async def request(
         self,
@@ -145,89 +148,61 @@ class KubeClient:
     ) -> dict[str, Any]:
         """Send one request and return the decoded JSON answer; any non-2xx answer raises ``KubeApiError``.
 
-        ``executor``: the threads to send it from (default: the loop's), so a kind of request that must not
-        wait behind the others (a node's heartbeat behind its pods' requests) has a queue of its own."""
-        if executor is None:
-            return await asyncio.to_thread(self._request, method, path, query or {}, body, content_type)
-        call = functools.partial(self._request, method, path, query or {}, body, content_type)
-        return await asyncio.get_running_loop().run_in_executor(executor, call)
+        ``executor``: a queue of their own for a kind of request that must not wait behind the others (a node's
+        heartbeat behind its pods' requests): its own kept connections, or on the official path its threads
+        (default: the loop's)."""
+        data = None if body is None else json.dumps(body).encode()
+        try:
+            status, reason, answer = await self._transport.request(
+                method, _target(path, query), data, content_type, executor
+            )
+        except NoAnswer as err:
+            raise self._unreachable(err, path) from err
+        if not 200 <= status <= 299:
+            raise _error_of(status, reason, answer, f"{method} {path}")
+        return _decode(answer)
 
     async def get(self, path: str, query: dict[str, str] | None = None) -> dict[str, Any]:
-        """``request("GET", ...)`` over the connection the event loop keeps alive: for the hot path (a pod's
-        claim reads), where the hop to a worker thread costs more than the answer; same answers and errors."""
-        if self._reader is None:
-            return await self.request("GET", path, query=query)
-        try:
-            status, reason, data = await self._reader.get(path, query or {})
-        except keepalive.KeepAliveError as err:
-            raise KubeApiError(0, "", f"cannot reach the API server at {self.host}: {err.what}", where=path) from err
-        if not 200 <= status <= 299:
-            raise _error_of(status, reason, data, f"GET {path}")
-        return keepalive.decode(data)
+        """``request("GET", ...)``: the hot path of a pod's preparation (its claim reads)."""
+        return await self.request("GET", path, query=query)
 
     async def watch(self, path: str, query: dict[str, str] | None = None) -> AsyncGenerator[WatchEvent, None]:
         """Events of a watch on the collection at ``path`` until the server ends it.
 
-        Use it inside ``contextlib.aclosing``: closing the generator aborts the HTTP stream, which
-        a worker thread reads line by line. An ERROR event raises ``KubeApiError`` (410 = expired).
+        Use it inside ``contextlib.aclosing``: closing the generator aborts the HTTP stream. An ERROR event
+        raises ``KubeApiError`` (410 = expired).
         """
         query = {"timeoutSeconds": str(WATCH_TIMEOUT), **(query or {}), "watch": "true"}
-        response = await asyncio.to_thread(
-            self._send, "GET", path, query, None, "application/json", (self._timeout, WATCH_TIMEOUT + self._timeout)
-        )
-        raw: urllib3.BaseHTTPResponse = response.response
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[bytes | BaseException | None] = asyncio.Queue()
-        thread = threading.Thread(target=_pump, args=(raw, loop, queue), name=f"watch {path}", daemon=True)
-        thread.start()
         try:
-            while (item := await queue.get()) is not None:
-                if isinstance(item, BaseException):
-                    raise KubeApiError(0, "", f"watch stream broke: {item}", where=path) from item
-                event = json.loads(item)
+            stream = await self._transport.stream(_target(path, query), WATCH_TIMEOUT + self._timeout)
+        except NoAnswer as err:
+            raise self._unreachable(err, path) from err
+        try:
+            if not 200 <= stream.status <= 299:
+                answer = b"".join([chunk async for chunk in stream.chunks])
+                raise _error_of(stream.status, stream.reason, answer, f"GET {path}")
+            async for line in _lines(stream.chunks):
+                event = json.loads(line)
                 if event.get("type") == "ERROR":
                     raise status_error(event.get("object") or {}, 500, path)
                 yield WatchEvent(str(event.get("type")), event.get("object") or {})
+        except NoAnswer as err:
+            raise KubeApiError(0, "", f"watch stream broke: {err.what}", where=path) from err
         finally:
-            with contextlib.suppress(Exception):
-                raw.shutdown()
+            stream.close()
 
-    def _request(self, method: str, path: str, query: dict[str, str], body: Any, content_type: str) -> dict[str, Any]:
-        response = self._send(method, path, query, body, content_type, self._timeout)
-        data = response.read()
-        return json.loads(data) if data else {}
-
-    def _send(
-        self,
-        method: str,
-        path: str,
-        query: dict[str, str],
-        body: Any,
-        content_type: str,
-        timeout: float | tuple[float, float],
-    ) -> RESTResponse:
-        headers = {"Accept": "application/json"}
-        if body is not None:
-            headers["Content-Type"] = content_type
-        serialized = self._api.param_serialize(
-            method,
-            path,
-            query_params=list(query.items()),
-            header_params=headers,
-            body=body,
-            auth_settings=["BearerToken"],
-        )
-        try:
-            response = self._api.call_api(*serialized, _request_timeout=timeout)
-        except (urllib3.exceptions.HTTPError, OSError) as err:
-            raise KubeApiError(0, "", f"cannot reach the API server at {self.host}: {err}", where=path) from err
-        if not 200 <= response.status <= 299:
-            raise _response_error(response, f"{method} {path}")
-        return response
+    def _unreachable(self, err: NoAnswer, path: str) -> KubeApiError:
+        return KubeApiError(0, "", f"cannot reach the API server at {self.host}: {err.what}", where=path)
 
 
-def _response_error(response: RESTResponse, where: str) -> KubeApiError:
-    return _error_of(response.status, str(response.reason or ""), response.read(), where)
+def _target(path: str, query: Mapping[str, str] | None) -> str:
+    return path + (f"?{urlencode(query)}" if query else "")
+
+
+def _decode(body: bytes) -> dict[str, Any]:
+    """The JSON document of an answer (an empty body is an empty document, as the official client read it)."""
+    document: dict[str, Any] = json.loads(body) if body else {}
+    return document
 
 
 def _error_of(code: int, reason: str, body: bytes, where: str) -> KubeApiError:
@@ -242,33 +217,14 @@ def _error_of(code: int, reason: str, body: bytes, where: str) -> KubeApiError:
     return status_error(status, code, where)
 
 
-def _pump(
-    raw: urllib3.BaseHTTPResponse,
-    loop: asyncio.AbstractEventLoop,
-    queue: asyncio.Queue[bytes | BaseException | None],
-) -> None:
-    """Worker thread: hand each line of the watch stream to the event loop, then ``None``."""
-
-    def put(item: bytes | BaseException | None) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is listening any more
-            loop.call_soon_threadsafe(queue.put_nowait, item)
-
-    try:
-        for line in _lines(raw):
-            put(line)
-    except Exception as err:
-        put(err)
-    finally:
-        put(None)
-        with contextlib.suppress(Exception):
-            raw.release_conn()
-
-
-def _lines(raw: urllib3.BaseHTTPResponse) -> Iterator[bytes]:
+async def _lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The non-empty lines of a stream (a watch's events, one JSON document a line)."""
     pending = b""
-    for chunk in raw.stream(None, decode_content=False):
+    async for chunk in chunks:
         pending += chunk
         *complete, pending = pending.split(b"\n")
-        yield from (line for line in complete if line.strip())
+        for line in complete:
+            if line.strip():
+                yield line
     if pending.strip():
         yield pending

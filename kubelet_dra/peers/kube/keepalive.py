@@ -1,14 +1,14 @@
-"""GETs over connections the event loop keeps alive, with the official client's TLS and credentials.
+"""Requests over connections the event loop keeps alive, with the TLS and credentials of an ``ApiConfig``.
 
 The official client sends each request from a worker thread through urllib3: on the pod's prepare
 path (one ResourceClaim GET per claim) the thread hop and urllib3's per-request work cost more than
 the API server's answer, where client-go keeps an HTTP/2 connection open. Here the event loop keeps
 HTTP/1.1 connections itself (``http1``; an ``aiohttp`` session did the same with 0.6 ms more per GET
-in a pod's prepare, as measured on a 2-core machine); everything it knows comes from the same
-``Configuration`` the official client uses: the server, the CA (or no verification when the
-kubeconfig says so), the TLS server name, a client certificate, and the bearer token, asked for on
-every request so that a rotated token file or the in-cluster refresh is honoured exactly as the
-official client honours it. A configuration with a proxy keeps the official client's path.
+in a pod's prepare, as measured on a 2-core machine), for every verb, and opens one connection per
+watch, read as its events come. What it knows comes from the ``ApiConfig``: the server, the CA (or no
+verification when the kubeconfig says so), the TLS server name, a client certificate, and the
+Authorization header, asked for on every request so that a rotated token file or a renewed exec
+token is honoured. A configuration with a proxy is the official client's (``official``).
 """
 
 from __future__ import annotations
@@ -16,42 +16,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import ssl
-from collections.abc import AsyncIterator
-from typing import Any
-from urllib.parse import urlencode, urlsplit
+from collections.abc import AsyncIterator, Callable
+from urllib.parse import urlsplit
 
 import attrs
-from kubernetes.client import Configuration
 
-from kubelet_dra.peers.errors import ConfigError, KubeletDRAError
+from kubelet_dra.peers.errors import ConfigError
 from kubelet_dra.peers.kube import http1
+from kubelet_dra.peers.kube.apiconfig import ApiConfig, NoAnswer
 
 USER_AGENT = "kubelet-dra"
 DEFAULT_CONNECTIONS = 10
+_NO_ANSWER = (OSError, TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError)
 
 
-class KeepAliveError(KubeletDRAError):
-    """No answer came (connection refused, TLS failure, timeout); the text says which."""
+def supported(config: ApiConfig) -> bool:
+    """Whether this transport can speak for ``config`` exactly as the official client would."""
+    return not config.proxy and urlsplit(config.host).scheme in ("http", "https")
 
 
-def supported(configuration: Configuration) -> bool:
-    """Whether this transport can speak for ``configuration`` exactly as the official client would."""
-    return not configuration.proxy and urlsplit(str(configuration.host)).scheme in ("http", "https")
-
-
-def ssl_context(configuration: Configuration) -> ssl.SSLContext | bool:
-    """The TLS settings of ``configuration``: its CA (else the system's), its client certificate, or none
-    at all when it turns verification off (``insecure-skip-tls-verify``)."""
-    if urlsplit(str(configuration.host)).scheme != "https":
+def ssl_context(config: ApiConfig) -> ssl.SSLContext | bool:
+    """The TLS settings of ``config``: its CA (else the system's), its client certificate, or none at all when
+    it turns verification off (``insecure-skip-tls-verify``)."""
+    if urlsplit(config.host).scheme != "https":
         return False
-    return _context(
-        configuration.ssl_ca_cert or None,
-        bool(configuration.verify_ssl),
-        configuration.cert_file or None,
-        configuration.key_file or None,
-    )
+    return _context(config.ca_file, config.verify, config.cert_file, config.key_file)
 
 
 @functools.lru_cache(maxsize=64)
@@ -79,107 +69,160 @@ def _context(ca_file: str | None, verify: bool, cert_file: str | None, key_file:
     return context
 
 
-class KeepAliveReader:
-    """JSON GETs of one API server over connections kept open by the running event loop.
+@attrs.frozen
+class Stream:
+    """An answer whose body is still coming (a watch): its status, its body's pieces, and how to abort it."""
 
-    Idle connections wait in a pool of at most ``connection_pool_maxsize``, as many as GETs may run at
-    once. A kept connection the server closed meanwhile is replaced once, transparently (a GET can be
-    sent again). The pool belongs to one event loop: a reader used from another loop starts a new one.
+    status: int
+    reason: str
+    chunks: AsyncIterator[bytes]
+    close: Callable[[], None]
+
+
+class KeepAlive:
+    """Requests to one API server over connections kept open by the running event loop.
+
+    Idle connections wait in a pool of at most ``connections``, as many as requests may run at once. A kept
+    connection the server closed while it idled (no byte of an answer came) is replaced once, transparently:
+    the server never read the request. The requests of a caller's ``executor`` (a node's heartbeats) have a
+    pool of their own, so they never wait behind the others. A pool belongs to one event loop: a client used
+    from another loop starts a new one.
     """
 
-    def __init__(self, configuration: Configuration, *, timeout: float) -> None:
-        self._configuration = configuration
-        url = urlsplit(str(configuration.host))
+    def __init__(self, config: ApiConfig, *, timeout: float, connections: int | None = None) -> None:
+        self._config = config
+        url = urlsplit(config.host)
         self._address = (url.hostname or "localhost", url.port or (443 if url.scheme == "https" else 80))
         self._authority = url.netloc
         self._prefix = url.path.rstrip("/")
-        self._ssl = ssl_context(configuration)
-        self._server_name = (configuration.tls_server_name or url.hostname) if self._ssl else None
+        self._ssl = ssl_context(config)
+        self._server_name = (config.server_name or url.hostname) if self._ssl else None
         self._timeout = timeout
-        self._connections = int(configuration.connection_pool_maxsize or DEFAULT_CONNECTIONS)
-        self._idle: list[_Stream] = []
-        self._slots: asyncio.Semaphore | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._connections = connections or DEFAULT_CONNECTIONS
+        self._pools: dict[object, _Pool] = {}
         self._fixed_headers: dict[str, str] | None = None
-        if configuration.refresh_api_key_hook is None:  # the credentials never change: build the headers once
+        if config.fixed:  # the credentials never change: build the headers once
             self._fixed_headers = self._headers()
 
-    async def get(self, path: str, query: dict[str, str]) -> tuple[int, str, bytes]:
-        """HTTP status, reason and body of ``GET path``; ``KeepAliveError`` when no answer came."""
-        target = self._prefix + path + (f"?{urlencode(query)}" if query else "")
-        data = http1.request(target, self._authority, self._headers())
+    async def request(
+        self, method: str, target: str, body: bytes | None, content_type: str, executor: object = None
+    ) -> tuple[int, str, bytes]:
+        """HTTP status, reason and body of ``method target``; ``NoAnswer`` when no answer came."""
+        data = http1.request(method, self._prefix + target, self._authority, self._headers(body, content_type), body)
+        pool = self._pool(executor)
         try:
-            async with self._slot(), asyncio.timeout(self._timeout):
-                answer = await self._exchange(data)
-        except (OSError, TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as err:
-            raise KeepAliveError(_reason(err), where=path) from err
+            async with pool.slots:  # the timeout starts with the request, not in the queue (as in a thread pool's)
+                async with asyncio.timeout(self._timeout):
+                    answer = await self._exchange(pool, data)
+        except _NO_ANSWER as err:
+            raise NoAnswer(_reason(err), where=target) from err
         return answer.status, answer.reason, answer.body
+
+    async def stream(self, target: str, read_timeout: float) -> Stream:
+        """The answer of ``GET target`` on a connection of its own, its body read as it comes (each read within
+        ``read_timeout``); the connection is closed with the stream."""
+        data = http1.request("GET", self._prefix + target, self._authority, self._headers())
+        try:
+            async with asyncio.timeout(self._timeout):
+                reader, writer = await self._connect()
+                try:
+                    writer.write(data)
+                    head = await http1.head(reader)
+                except BaseException:
+                    _abort(writer)
+                    raise
+        except _NO_ANSWER as err:
+            raise NoAnswer(_reason(err), where=target) from err
+
+        async def chunks() -> AsyncIterator[bytes]:
+            pieces = http1.body(reader, head)
+            while True:
+                try:
+                    async with asyncio.timeout(read_timeout):
+                        piece = await anext(pieces)
+                except StopAsyncIteration:
+                    return
+                except _NO_ANSWER as err:
+                    raise NoAnswer(f"the stream broke: {_reason(err)}", where=target) from err
+                yield piece
+
+        return Stream(head.status, head.reason, chunks(), functools.partial(_abort, writer))
 
     def close(self) -> None:
         """Drop the kept connections (from any thread; their loop may already be gone)."""
-        idle, self._idle = self._idle, []
-        for stream in idle:
-            stream.drop()
+        for pool in self._pools.values():
+            pool.close()
 
-    @contextlib.asynccontextmanager
-    async def _slot(self) -> AsyncIterator[None]:
+    def _pool(self, executor: object) -> _Pool:
         loop = asyncio.get_running_loop()
-        if self._loop is not loop or self._slots is None:
-            self.close()
-            self._loop, self._slots = loop, asyncio.Semaphore(self._connections)
-        async with self._slots:
-            yield
+        pool = self._pools.get(executor)
+        if pool is None or pool.loop is not loop:
+            if pool is not None:
+                pool.close()
+            pool = self._pools[executor] = _Pool(loop, asyncio.Semaphore(self._connections))
+        return pool
 
-    async def _exchange(self, data: bytes) -> http1.Answer:
-        stream = self._idle.pop() if self._idle else None
-        if stream is not None:
+    async def _exchange(self, pool: _Pool, data: bytes) -> http1.Answer:
+        while pool.idle:
+            reader, writer = pool.idle.pop()
+            if reader.at_eof():  # the server closed it while it idled, and the loop has seen that
+                _abort(writer)
+                continue
             try:
-                answer = await http1.exchange(stream.reader, stream.writer, data)
+                answer = await http1.exchange(reader, writer, data)
             except (asyncio.IncompleteReadError, ConnectionError) as err:
-                stream.drop()
+                _abort(writer)
                 if isinstance(err, asyncio.IncompleteReadError) and err.partial:
                     raise
-                stream = None  # closed by the server while it idled: once more on a new connection
-            else:
-                return self._keep(stream, answer)
-        reader, writer = await asyncio.open_connection(
-            *self._address, ssl=self._ssl or None, server_hostname=self._server_name, limit=http1.HEADER_LIMIT
-        )
-        stream = _Stream(reader, writer)
+                break  # closed by the server while it idled: once more on a new connection
+            return pool.keep(reader, writer, answer)
+        reader, writer = await self._connect()
         try:
             answer = await http1.exchange(reader, writer, data)
         except BaseException:
-            stream.drop()
+            _abort(writer)
             raise
-        return self._keep(stream, answer)
+        return pool.keep(reader, writer, answer)
 
-    def _keep(self, stream: _Stream, answer: http1.Answer) -> http1.Answer:
+    async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        return await asyncio.open_connection(
+            *self._address, ssl=self._ssl or None, server_hostname=self._server_name, limit=http1.HEADER_LIMIT
+        )
+
+    def _headers(self, body: bytes | None = None, content_type: str = "") -> dict[str, str]:
+        headers = self._fixed_headers
+        if headers is None:
+            headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+            if (authorization := self._config.authorization()) is not None:
+                headers["Authorization"] = authorization
+        return headers if body is None else {**headers, "Content-Type": content_type}
+
+
+@attrs.define
+class _Pool:
+    """The kept connections of one queue (the default, or a caller's executor) in one event loop, and the slots
+    of its requests in flight."""
+
+    loop: asyncio.AbstractEventLoop
+    slots: asyncio.Semaphore
+    idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = attrs.Factory(list)
+
+    def keep(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, answer: http1.Answer) -> http1.Answer:
         if answer.reusable:
-            self._idle.append(stream)
+            self.idle.append((reader, writer))
         else:
-            stream.drop()
+            _abort(writer)
         return answer
 
-    def _headers(self) -> dict[str, str]:
-        if self._fixed_headers is not None:
-            return self._fixed_headers
-        headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
-        # auth_settings() runs the configuration's refresh hook (a token file read again, in-cluster refresh);
-        # a bearer token is the one setting the library has.
-        bearer = self._configuration.auth_settings().get("BearerToken")
-        if bearer is not None and bearer["in"] == "header" and bearer["value"]:
-            headers[bearer["key"]] = bearer["value"]
-        return headers
+    def close(self) -> None:
+        idle, self.idle = self.idle, []
+        for _, writer in idle:
+            _abort(writer)
 
 
-@attrs.frozen
-class _Stream:
-    reader: asyncio.StreamReader
-    writer: asyncio.StreamWriter
-
-    def drop(self) -> None:
-        with contextlib.suppress(RuntimeError):  # its loop is closed: the socket goes with the objects
-            self.writer.transport.abort()
+def _abort(writer: asyncio.StreamWriter) -> None:
+    with contextlib.suppress(RuntimeError):  # its loop is closed: the socket goes with the objects
+        writer.transport.abort()
 
 
 def _reason(err: BaseException) -> str:
@@ -188,8 +231,3 @@ def _reason(err: BaseException) -> str:
     if isinstance(err, TimeoutError):
         return "no answer within the request timeout"
     return str(err) or type(err).__name__
-
-
-def decode(body: bytes) -> dict[str, Any]:
-    """The JSON document of an answer (an empty body is an empty document, as the official path reads it)."""
-    return json.loads(body) if body else {}

@@ -15,6 +15,7 @@ from driver_support import NAMESPACE, RESOURCE, create_claim, create_node, uniqu
 
 from kubelet_dra.peers.apiserver.server import EmbeddedAPIServer
 from kubelet_dra.peers.errors import ConfigError
+from kubelet_dra.peers.kube import config
 from kubelet_dra.peers.kube.client import KubeApiError, KubeClient, api_path
 from kubelet_dra.peers.kube.config import in_cluster_kubeconfig, load_configuration
 from kubelet_dra.peers.kube.resource import ResourceAPI
@@ -29,6 +30,11 @@ current-context: c
 """
 
 
+def changed(old: str, new: str) -> str:
+    """The kubeconfig above, of server https://x, with ``old`` replaced by ``new``."""
+    return KUBECONFIG.format(server="https://x").replace(old, new)
+
+
 @pytest.mark.parametrize(
     ("content", "problem"),
     [
@@ -37,6 +43,12 @@ current-context: c
         ("- a list", "not a YAML mapping"),
         ("apiVersion: v1\nkind: Config\n", "has no clusters"),
         (KUBECONFIG.format(server="https://x").replace("current-context: c", "current-context: nope"), "unusable"),
+        (changed('server: "https://x"', "insecure-skip-tls-verify: true"), "cluster.server must be a non-empty string"),
+        (changed('"https://x"', '"https://x", insecure-skip-tls-verify: yes-please'), "true or false"),
+        (changed("token: secret-token", "tokenFile: gone"), "user.tokenFile cannot be read"),
+        (changed('"https://x"', '"https://x", certificate-authority: gone.crt'), "names a file that does not exist"),
+        (changed("token: secret-token", "client-key-data: '%%%'"), "user.client-key-data is not base64"),
+        (changed("contexts: [", "contexts: [{name: c, context: {cluster: c}}, "), "2 entries named 'c'"),
     ],
 )
 def test_bad_kubeconfig_names_file_and_problem(tmp_path: Path, content: str | None, problem: str) -> None:
@@ -192,10 +204,10 @@ def test_in_cluster_kubeconfig_reads_the_rotated_token(tmp_path: Path) -> None:
     )
     configuration = load_configuration(str(path))
     assert configuration.host == "https://10.0.0.1:443"
-    assert configuration.ssl_ca_cert == str(account / "ca.crt")
-    assert configuration.get_api_key_with_prefix("BearerToken") == "Bearer first"
+    assert configuration.ca_file == str(account / "ca.crt")
+    assert configuration.authorization() == "Bearer first"
     (account / "token").write_text("second\n")  # the kubelet rotated it
-    assert configuration.get_api_key_with_prefix("BearerToken") == "Bearer second"
+    assert configuration.authorization() == "Bearer second"
 
 
 def test_in_cluster_kubeconfig_brackets_an_ipv6_host(tmp_path: Path) -> None:
@@ -220,3 +232,21 @@ def test_in_cluster_kubeconfig_says_what_is_missing(
     assert missing in caught.value.what
     assert caught.value.where.endswith(where)
     assert "--kubeconfig" in caught.value.fix
+
+
+def test_in_cluster_credentials_without_a_kubeconfig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    account = service_account(tmp_path / "sa")
+    monkeypatch.setattr(config, "SERVICE_ACCOUNT_DIR", str(account))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "fd00::1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    loaded = load_configuration()
+    assert (loaded.host, loaded.ca_file, loaded.authorization()) == (
+        "https://[fd00::1]:443",
+        str(account / "ca.crt"),
+        "Bearer first",
+    )
+    (account / "token").write_text("")
+    with pytest.raises(ConfigError) as caught:
+        load_configuration()
+    assert caught.value.where == str(account / "token")
+    assert "the service account's token is missing or empty" in caught.value.what

@@ -10,8 +10,8 @@ import json
 from collections.abc import AsyncIterator, Callable
 
 import pytest
-from kubernetes.client import Configuration
 
+from kubelet_dra.peers.kube.apiconfig import ApiConfig
 from kubelet_dra.peers.kube.client import KubeApiError, KubeClient
 
 Answer = Callable[[int], bytes]
@@ -68,20 +68,12 @@ async def client_of() -> AsyncIterator[Callable[[Server], KubeClient]]:
     clients: list[KubeClient] = []
 
     def make(server: Server) -> KubeClient:
-        clients.append(KubeClient(_configuration(server.url), timeout=5))
+        clients.append(KubeClient(ApiConfig(server.url, token="t0ken"), timeout=5))
         return clients[-1]
 
     yield make
     for client in clients:
         client.close()
-
-
-def _configuration(url: str) -> Configuration:
-    """A kubeconfig's worth: the server and a bearer token."""
-    configuration = Configuration()
-    configuration.host = url
-    configuration.api_key = {"BearerToken": "Bearer t0ken"}
-    return configuration
 
 
 async def test_a_kept_connection_carries_every_get_with_the_token(client_of: Callable[[Server], KubeClient]) -> None:

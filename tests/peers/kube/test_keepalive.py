@@ -1,51 +1,29 @@
-"""GETs over the kept-alive connection: the official client's TLS, token and errors, against the embedded
-API server over HTTPS (its CA, its tokens), answer for answer the same as the official client's path."""
+"""Requests over the kept-alive connection: the official client's TLS, token and errors, against the embedded
+API server over HTTPS (its CA, its tokens), answer for answer the same as the official client's."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
+from kubeconfigs import kubeconfig, official_get
 
 from kubelet_dra.peers.apiserver.tls import ensure_certificates
 from kubelet_dra.peers.kube.client import KubeApiError, KubeClient, api_path
-from kubelet_dra.peers.kube.config import load_configuration
 from kubelet_dra.workbench.testbed.serverthread import ServerThread
 
 NAMESPACES = api_path("", "v1", "namespaces")
-
-
-def kubeconfig(apiserver: ServerThread, path: Path, **user_and_cluster: Any) -> Path:
-    """The server's admin kubeconfig with ``user_and_cluster`` changes (``cluster.X`` / ``user.X`` keys)."""
-    document = yaml.safe_load(apiserver.kubeconfig.read_text())
-    for key, value in user_and_cluster.items():
-        where, _, field = key.partition("__")
-        entry = document["clusters"][0]["cluster"] if where == "cluster" else document["users"][0]["user"]
-        if value is None:
-            entry.pop(field.replace("_", "-"), None)
-        else:
-            entry[field.replace("_", "-")] = value
-    path.write_text(yaml.safe_dump(document))
-    return path
-
-
-def official(client: KubeClient, path: str) -> dict[str, Any]:
-    """The same request through the official client (urllib3, worker thread), for comparison."""
-    return client._request("GET", path, {}, None, "application/json")
 
 
 async def test_a_get_answers_as_the_official_client_does(apiserver: ServerThread) -> None:
     client = KubeClient.from_kubeconfig(str(apiserver.kubeconfig))
     try:
         path = api_path("", "v1", "namespaces", name="default")
-        fast, slow = await client.get(path), await asyncio.to_thread(official, client, path)
-        assert fast == slow
+        fast, (status, slow) = await client.get(path), await asyncio.to_thread(official_get, apiserver.kubeconfig, path)
+        assert (status, fast) == (200, slow)
         assert fast["metadata"]["name"] == "default"
         listed = await client.get(NAMESPACES, query={"labelSelector": "kubernetes.io/metadata.name=default"})
         assert [item["metadata"]["name"] for item in listed["items"]] == ["default"]
@@ -135,19 +113,6 @@ def test_a_client_used_from_two_event_loops_answers_in_each(apiserver: ServerThr
     finally:
         client.close()
     assert answers == ["NamespaceList"] * 3
-
-
-def test_only_expiring_credentials_keep_the_librarys_refresh(apiserver: ServerThread, tmp_path: Path) -> None:
-    static = load_configuration(str(apiserver.kubeconfig))
-    assert static.refresh_api_key_hook is None
-    assert json.dumps(static.auth_settings()).count(apiserver.server.admin_token) == 1
-    credential = {"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {"token": "t"}}
-    script = tmp_path / "credential"
-    script.write_text(f"#!/bin/sh\necho '{json.dumps(credential)}'\n")
-    script.chmod(0o755)
-    command = {"apiVersion": "client.authentication.k8s.io/v1", "command": str(script), "interactiveMode": "Never"}
-    exec_user = kubeconfig(apiserver, tmp_path / "kc", user__token=None, user__exec=command)
-    assert load_configuration(str(exec_user)).refresh_api_key_hook is not None
 
 
 async def test_an_unreachable_server_is_an_api_error_with_code_zero(apiserver: ServerThread, tmp_path: Path) -> None:
