@@ -25,6 +25,8 @@ from kubelet_dra.workbench.tap.owned import OwnedSocket, SocketRefused
 SOCKET_DIR_MODE = 0o750
 FOLLOW_POLL = 0.1
 """How often the endpoint file is looked at while the connection's state does not change."""
+STOP_GRACE = 1.0
+"""How long a stopping tap lets the calls in flight through its sockets end (see ``Server.stop``)."""
 FIRST_CONNECT = 0.3
 """How long the first GetInfo's answer waits at most for the tap to reach, or fail to reach, the driver's endpoint:
 a driver registers once it serves, so a reachable one is connected within milliseconds and the kubelet's first
@@ -60,9 +62,11 @@ class Server:
             self._socket.remove()
 
     async def stop(self) -> None:
-        """The socket goes before the connections break: whoever sees its connection end finds no socket."""
+        """The socket goes before the connections break: whoever sees its connection end finds no socket. A call in
+        flight (the node's notification of a registration) gets ``STOP_GRACE`` to end as the driver answers it, so
+        stopping the tap never turns it into a failure; a stream still open after that is cut."""
         self.remove_socket()
-        await self._server.stop(grace=None)
+        await self._server.stop(grace=STOP_GRACE)
 
 
 class ServedEndpoint:
