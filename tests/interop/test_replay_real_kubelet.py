@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from helpers import kubelet_dra
-from realk8s import REPO, start_control_plane, stop_control_plane
+from realk8s import REPO, RealControlPlane, start_control_plane, stop_control_plane
 
 SCENARIOS = (
     "apiserver-restart",
@@ -48,6 +48,18 @@ def _broken_steps(out: str) -> str:
         if step["result"] not in ("passed", "skipped")
     ]
     return "\n".join(lines or [f"{scenario['name']}: {scenario['error']}" for scenario in report["scenarios"]])
+
+
+def _plane_story(plane: RealControlPlane) -> str:
+    """What the control plane says of a pod that did not run: its events, and the scheduler's and the controller
+    manager's last lines."""
+    events = plane.kubectl("get", "events", "-A", "--sort-by=.lastTimestamp", check=False).stdout
+    logs = [
+        f"--- {name} (last lines)\n" + "\n".join((plane.dir / name).read_text(errors="replace").splitlines()[-25:])
+        for name in ("scheduler.log", "controller-manager.log")
+        if (plane.dir / name).exists()
+    ]
+    return "\n".join([f"--- events\n{events}", *logs])
 
 
 def _flags(bin_dir: Path) -> list[str]:
@@ -125,7 +137,7 @@ async def test_on_a_real_control_plane_each_scenario_leaves_it_as_it_found_it(tu
         scenario = str(REPO / "scenarios" / "unprepare-fails-then-succeeds.yaml")
         flags = [*_flags(turn), "--kubeconfig", str(plane.kubeconfig), "--output", "json"]
         code, out, err = await kubelet_dra("replay", *flags, scenario, scenario, timeout=600)
-        assert code == 0, f"{_broken_steps(out)}\n{err[-2000:]}"
+        assert code == 0, f"{_broken_steps(out)}\n{err[-2000:]}\n{_plane_story(plane)}"
         uids = [json.loads(out)["scenarios"][index]["steps"][0]["message"].split(" uid ")[1] for index in (0, 1)]
         assert uids[0].split(";")[0] != uids[1].split(";")[0]
         left = plane.kubectl("get", "pods,resourceclaims,resourceclaimtemplates", "-A", "-o", "name").stdout

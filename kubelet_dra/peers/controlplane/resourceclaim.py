@@ -3,7 +3,9 @@
 It follows kube-controller-manager's: a generated claim is recorded in the pod's status, and a
 claim created before a failed status write is found again by its annotation and owner, never
 created twice. Reservations of pods that are gone or done are dropped, an allocation nobody
-reserves any more is released, and generated claims die with their pod.
+reserves any more is released, and generated claims die with their pod. On a real cluster the
+cluster's own controller generates claims too: when the pod's status records its claim instead of
+ours, ours is deleted (by UID: only what this controller created), so it holds no device.
 """
 
 from __future__ import annotations
@@ -32,9 +34,13 @@ class ClaimController:
     def __init__(self, kube: KubeClient, informer: Informer | None = None) -> None:
         """``informer``: where the answers of this controller's writes go, for the steps and passes after."""
         self._kube: KubeClient | WriteThrough = WriteThrough(kube, informer) if informer else kube
+        self._created: dict[tuple[str, str], tuple[str, str, str]] = {}
+        """(pod UID, pod claim) → namespace, name and UID of a claim this controller created, until the pod's
+        status records a claim for that pod claim (ours, or another controller's that won the race)."""
 
     async def sync_pod(self, pod: dict[str, Any], snapshot: Snapshot) -> None:
         """Create the pod's missing template claims and record them in its status (one write for all)."""
+        await self._drop_superseded(pod)
         if pod_done(pod) or pod["metadata"].get("deletionTimestamp"):
             return
         meta = pod["metadata"]
@@ -52,6 +58,27 @@ class ClaimController:
             body = {**pod, "status": recording}
             await self._kube.request("PUT", pods_path(meta["namespace"], meta["name"]) + "/status", body=body)
             log.info("Recorded generated claims", pod=f"{meta['namespace']}/{meta['name']}", claims=statuses)
+
+    async def _drop_superseded(self, pod: dict[str, Any]) -> None:
+        """Delete each claim this controller created for the pod whose status now records another claim."""
+        uid = pod["metadata"]["uid"]
+        for entry in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
+            ours = self._created.pop((uid, str(entry.get("name"))), None)
+            if ours is None or ours[1] == entry.get("resourceClaimName"):
+                continue
+            namespace, name, claim_uid = ours
+            options = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": {"uid": claim_uid}}
+            try:
+                await self._kube.request("DELETE", claims_path(namespace, name), body=options)
+            except KubeApiError as err:
+                if not (err.not_found or err.conflict):  # gone already, or no longer the claim we made
+                    raise
+                continue
+            log.info(
+                "Deleted a generated claim another controller superseded",
+                claim=f"{namespace}/{name}",
+                recorded=entry.get("resourceClaimName"),
+            )
 
     def _existing(self, pod: dict[str, Any], pod_claim: str, snapshot: Snapshot) -> dict[str, Any] | None:
         meta = pod["metadata"]
@@ -96,7 +123,9 @@ class ClaimController:
             "spec": (template.get("spec") or {}).get("spec") or {},
         }
         claim = await self._kube.request("POST", claims_path(meta["namespace"]), body=body)
-        log.info("Created claim", claim=f"{meta['namespace']}/{claim['metadata']['name']}", pod=meta["name"])
+        created = claim["metadata"]
+        self._created[(meta["uid"], pod_claim)] = (meta["namespace"], created["name"], created["uid"])
+        log.info("Created claim", claim=f"{meta['namespace']}/{created['name']}", pod=meta["name"])
         return claim
 
     async def sync_claim(self, claim: dict[str, Any], snapshot: Snapshot) -> None:

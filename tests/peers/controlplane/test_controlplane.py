@@ -26,7 +26,7 @@ from cluster_support import (
 from helpers import eventually
 
 from kubelet_dra.peers.controlplane import ControlPlane
-from kubelet_dra.peers.controlplane.cluster import pods_path, snapshot
+from kubelet_dra.peers.controlplane.cluster import claims_path, pods_path, snapshot
 from kubelet_dra.peers.controlplane.names import POD_CLAIM_NAME_ANNOTATION
 from kubelet_dra.peers.controlplane.resourceclaim import ClaimController
 from kubelet_dra.peers.kube.client import KubeApiError, KubeClient
@@ -94,6 +94,55 @@ async def test_a_failed_pod_status_write_does_not_create_a_second_claim(kube: Ku
         name = await eventually(lambda: generated_claim(kube, "web"))
     assert name == created["metadata"]["name"]
     assert [claim["metadata"]["name"] for claim in await list_claims(kube)] == [name]
+
+
+async def test_a_claim_another_controller_records_first_wins_and_ours_is_deleted(kube: KubeClient) -> None:
+    """On a real cluster, kube-controller-manager generates the pod's claim too; its status write can land first (or
+    replace our entry): ours, made for nothing, is deleted so that the recorded claim gets the node's one device."""
+    await cluster(kube, device("device-0"))
+    await create_template(kube, "tpl", [request("gpu", "gpu")])
+    pod = await create_pod(kube, "web", [{"name": "gpu", "resourceClaimTemplateName": "tpl"}], node=NODE)
+    plane = ControlPlane(kube)
+    stale = await snapshot(kube)
+    theirs = await kube.request(
+        "POST",
+        claims_path(NAMESPACE),
+        body={
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaim",
+            "metadata": {
+                "name": "web-gpu-theirs",
+                "namespace": NAMESPACE,
+                "annotations": {POD_CLAIM_NAME_ANNOTATION: "gpu"},
+                "ownerReferences": [
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "name": "web",
+                        "uid": pod["metadata"]["uid"],
+                        "controller": True,
+                    },
+                ],
+            },
+            "spec": {"devices": {"requests": [request("gpu", "gpu")]}},
+        },
+    )
+
+    async def only_theirs() -> bool:
+        return [claim["metadata"]["name"] for claim in await list_claims(kube)] == ["web-gpu-theirs"]
+
+    fresh = await get_pod(kube, "web")
+    fresh["status"] = {"resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "web-gpu-theirs"}]}
+    await kube.request("PUT", pods_path(NAMESPACE, "web") + "/status", body=fresh)
+    (stale_pod,) = stale.pods
+    with pytest.raises(KubeApiError):  # ours is created, its status write refused: theirs is recorded
+        await plane.claims.sync_pod(stale_pod, stale)
+    assert len(await list_claims(kube)) == 2
+    async with plane:
+        claim = await eventually(lambda: allocated(kube, "web-gpu-theirs"))
+        assert await eventually(only_theirs)
+    assert claim["metadata"]["uid"] == theirs["metadata"]["uid"]
+    assert devices_of(claim) == ["device-0"]
 
 
 async def test_a_pod_created_bound_with_a_named_claim_gets_it_allocated_and_reserved(kube: KubeClient) -> None:
