@@ -14,6 +14,15 @@ REPO = Path(__file__).resolve().parents[1]
 SOURCES = ("setup.cfg", "pyproject.toml", "README.md", "kubelet_dra", "scenarios")
 
 
+def build(kind: str, source: Path, into: Path) -> Path:
+    """Build the ``sdist`` or ``wheel`` of ``source`` into ``into`` with setuptools' own backend, as pip does."""
+    script = f"from setuptools import build_meta as b; import sys; print(b.build_{kind}(sys.argv[1]))"
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(into)], cwd=source, capture_output=True, text=True, check=True, timeout=120
+    )
+    return into / done.stdout.split()[-1]
+
+
 def test_the_wheel_built_from_the_source_distribution_carries_the_scenario_library(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     for name in SOURCES:
@@ -24,27 +33,11 @@ def test_the_wheel_built_from_the_source_distribution_carries_the_scenario_libra
             tree.mkdir(exist_ok=True)
             shutil.copy(source, tree / name)
     assert (tree / "kubelet_dra" / "scenarios").is_symlink(), "the package links to the top-level scenarios/"
-    build = "from setuptools import build_meta as b; import sys; print(b.build_{}(sys.argv[1]))"
-    sdist = subprocess.run(
-        [sys.executable, "-c", build.format("sdist"), str(tmp_path / "sdist")],
-        cwd=tree,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout.split()[-1]
-    with tarfile.open(tmp_path / "sdist" / sdist) as archive:
+    sdist = build("sdist", tree, tmp_path / "sdist")
+    with tarfile.open(sdist) as archive:
         archive.extractall(tmp_path / "unpacked", filter="data")
-    unpacked = next((tmp_path / "unpacked").iterdir())
-    wheel = subprocess.run(
-        [sys.executable, "-c", build.format("wheel"), str(tmp_path / "wheel")],
-        cwd=unpacked,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout.split()[-1]
-    names = set(zipfile.ZipFile(tmp_path / "wheel" / wheel).namelist())
+    wheel = build("wheel", next((tmp_path / "unpacked").iterdir()), tmp_path / "wheel")
+    names = set(zipfile.ZipFile(wheel).namelist())
     library = {f"kubelet_dra/scenarios/{path.name}" for path in (REPO / "scenarios").iterdir()}
     assert library - names == set(), "every file of scenarios/ is in the wheel"
     assert "kubelet_dra/py.typed" in names
