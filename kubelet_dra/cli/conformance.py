@@ -14,7 +14,6 @@ from kubelet_dra.cli import nodeflags, output
 from kubelet_dra.cli.command import Command
 from kubelet_dra.kubelet.release import KubeletRelease
 from kubelet_dra.peers.errors import UsageError
-from kubelet_dra.workbench.conformance import shapes
 from kubelet_dra.workbench.conformance import suitereport as report
 from kubelet_dra.workbench.conformance.checks import all_checks
 from kubelet_dra.workbench.conformance.framework import TAGS, Check
@@ -23,6 +22,7 @@ from kubelet_dra.workbench.conformance.results import ReleaseRuns
 from kubelet_dra.workbench.conformance.suiterunner import run_releases
 from kubelet_dra.workbench.conformance.target import REGISTRATION_TIMEOUT, Selection, Target
 from kubelet_dra.workbench.testbed import PLACEHOLDERS, REFERENCE_DRIVER
+from kubelet_dra.workbench.testbed import claimshapes as shapes
 
 DEFAULTS = SuiteOptions()
 REFERENCE_DRIVER_NAME = "gpu.example.com"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+from pathlib import Path
 
 import attrs
 from rich.markup import escape
@@ -17,6 +18,7 @@ from kubelet_dra.workbench.fidelity.both import KUBELET_TIMING, TIMINGS
 from kubelet_dra.workbench.realnode import RealKubeletOptions, RealManagerOptions
 from kubelet_dra.workbench.scenarios import onrealkubelet as realkubelet
 from kubelet_dra.workbench.scenarios import replayreport as report
+from kubelet_dra.workbench.scenarios.carryover import Carried, carry_all
 from kubelet_dra.workbench.scenarios.library import library_files
 from kubelet_dra.workbench.scenarios.loader import ScenarioError, load
 from kubelet_dra.workbench.scenarios.model import Scenario, Step
@@ -27,7 +29,11 @@ from kubelet_dra.workbench.scenarios.replayer import (
     check_faults,
     parse_fault,
     replay,
+    skipped,
 )
+from kubelet_dra.workbench.scenarios.undertest import UnderTest
+from kubelet_dra.workbench.testbed import claimshapes as shapes
+from kubelet_dra.workbench.testbed.claimshapes import device_class_file
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,6 +57,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         help="run the scenario's driver DRIVER_ID from COMMAND instead (your own driver in a scenario; repeatable;"
         " placeholders as in a scenario's command:)",
+    )
+    under_test = parser.add_argument_group(
+        "the driver under test, for --driver (as conformance takes them; docs/replay.md, 'Any driver')"
+    )
+    under_test.add_argument("--driver-name", metavar="NAME", help="its name (default: learnt from its registration)")
+    under_test.add_argument(
+        "--device-class",
+        metavar="FILE",
+        help="a DeviceClass manifest for its devices, in place of each file's class for the driver it plays"
+        " (default: the file's class, selecting the driver under test by its name)",
+    )
+    under_test.add_argument(
+        "--claim",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a claim it accepts (a ResourceClaimSpec or a ResourceClaim(Template) manifest; repeatable): each claim"
+        " a file makes for the driver it plays takes its requests (default: the file's own)",
     )
     nodeflags.add_kubelet_version_argument(parser)
     parser.add_argument("--junit", metavar="FILE", help="also write the results as JUnit XML to FILE")
@@ -96,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
     files = [*args.files, *(library_files() if args.library else [])]
     if not files:
         raise UsageError("no scenario file given", fix="give scenario files, or --library for the installed library")
-    scenarios = [scenario.on(kubelet) for scenario in _with_drivers(args.driver, _load_all(files))]
+    scenarios = [scenario.on(kubelet) for scenario in _load_all(files)]
+    under_tests = _under_tests(args, scenarios)
     faults = _faults(args.fault, scenarios)
     real = _real_kubelet(args, scenarios)
     manager = RealManagerOptions(args.real_manager) if args.real_manager else None
@@ -106,12 +131,15 @@ def run(args: argparse.Namespace) -> int:
         else:
             output.console().print(f"{len(scenarios)} scenario file(s) are valid")
         return 0
-    if args.compare:
-        args.timing = args.timing or KUBELET_TIMING
-        return compare.run(args, scenarios, [_present(faults, scenario) for scenario in scenarios], real, manager)
     text = args.output == "text"
     with output.quiet_logs(args.verbosity):
-        results = asyncio.run(_replay_all(scenarios, faults, keep=args.keep, live=text, real=real, manager=manager))
+        carried = asyncio.run(carry_all(scenarios, under_tests))
+    if args.compare:
+        args.timing = args.timing or KUBELET_TIMING
+        runnable = [c.scenario for c in carried if not c.skip]
+        return compare.run(args, runnable, [_present(faults, scenario) for scenario in runnable], real, manager)
+    with output.quiet_logs(args.verbosity):
+        results = asyncio.run(_replay_all(carried, faults, keep=args.keep, live=text, real=real, manager=manager))
     if args.junit:
         report.write_junit(args.junit, results)
     output.in_ci(report.SUITE, report.headline(results), report.cases(results), json_output=not text)
@@ -182,28 +210,26 @@ def _load_all(files: list[str]) -> list[Scenario]:
     return scenarios
 
 
-def _with_drivers(texts: list[str], scenarios: list[Scenario]) -> list[Scenario]:
-    """The scenarios with each ``--driver ID=COMMAND`` run from that command instead of the file's driver."""
-    commands: dict[str, str] = {}
-    for text in texts:
+def _under_tests(args: argparse.Namespace, scenarios: list[Scenario]) -> list[UnderTest]:
+    """Each ``--driver ID=COMMAND``: the file driver ``ID`` played by that command, with what it accepts."""
+    found: list[UnderTest] = []
+    for text in args.driver:
         driver_id, sep, command = text.partition("=")
         if not sep or not driver_id or not command.strip():
             raise UsageError(f"--driver {text!r} is not DRIVER_ID=COMMAND", fix="e.g. --driver 'gpu=./my-driver ...'")
         if not any(driver.id == driver_id for scenario in scenarios for driver in scenario.drivers):
             raise UsageError(f"--driver {text}: no scenario has a driver with id {driver_id!r}", fix="use a driver id")
-        commands[driver_id] = command
-    return [
-        attrs.evolve(
-            scenario,
-            drivers=tuple(
-                attrs.evolve(driver, command=commands[driver.id], reference=None, external=False)
-                if driver.id in commands
-                else driver
-                for driver in scenario.drivers
-            ),
+        found.append(UnderTest(driver_id, command, name=args.driver_name))
+    described = args.driver_name or args.device_class or args.claim
+    if described and len(found) != 1:
+        raise UsageError(
+            "--driver-name, --device-class and --claim describe the one driver of --driver",
+            fix="give exactly one --driver with them",
         )
-        for scenario in scenarios
-    ]
+    if not found:
+        return found
+    device_class = device_class_file(Path(args.device_class)) if args.device_class else None
+    return [attrs.evolve(found[0], device_class=device_class, claims=shapes.load(args.claim))]
 
 
 def _faults(texts: list[str], scenarios: list[Scenario]) -> dict[str, dict[str, str]]:
@@ -219,13 +245,13 @@ def _faults(texts: list[str], scenarios: list[Scenario]) -> dict[str, dict[str, 
 
 
 def _present(faults: dict[str, dict[str, str]], scenario: Scenario) -> dict[str, dict[str, str]]:
-    """The fault overrides for the reference drivers this scenario has."""
-    present = {driver.id for driver in scenario.drivers if driver.reference is not None}
+    """The fault overrides for the drivers this scenario starts."""
+    present = {driver.id for driver in scenario.drivers if not driver.external}
     return {driver_id: knobs for driver_id, knobs in faults.items() if driver_id in present}
 
 
 async def _replay_all(
-    scenarios: list[Scenario],
+    carried: list[Carried],
     faults: dict[str, dict[str, str]],
     *,
     keep: bool,
@@ -235,7 +261,12 @@ async def _replay_all(
 ) -> list[ScenarioResult]:
     results = []
     console = output.console()
-    for scenario in scenarios:
+    for scenario, skip in ((c.scenario, c.skip) for c in carried):
+        if skip:
+            results.append(skipped(scenario, skip))
+            if live:
+                console.print(f"[bold]{escape(scenario.name)}[/bold] [yellow]skipped[/yellow]: {escape(skip)}")
+            continue
         status = console.status("") if live else contextlib.nullcontext()
         with status as spinner:
 

@@ -22,11 +22,11 @@ from kubelet_dra.peers.api import dra_v1_pb2
 from kubelet_dra.peers.api.services import Service
 from kubelet_dra.peers.errors import StateError
 from kubelet_dra.peers.kube.client import KubeApiError
-from kubelet_dra.workbench.conformance.cdispecs import ResolvedDevice, resolve
 from kubelet_dra.workbench.conformance.claiming import Claiming
 from kubelet_dra.workbench.conformance.options import SuiteOptions
 from kubelet_dra.workbench.conformance.outcomes import CheckBlocked, CheckFailed, CheckSkipped
 from kubelet_dra.workbench.testbed import DriverProcess, Testbed, objects
+from kubelet_dra.workbench.testbed.cdispecs import ResolvedDevice, resolve
 
 T = TypeVar("T")
 POD_TIMEOUT = 20.0

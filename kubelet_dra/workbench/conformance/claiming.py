@@ -17,9 +17,9 @@ import grpc
 from kubelet_dra.peers.controlplane.allocator import Allocation, Unsatisfiable, allocate
 from kubelet_dra.peers.controlplane.sharing import Usage
 from kubelet_dra.workbench.conformance.options import SuiteOptions
-from kubelet_dra.workbench.conformance.shapes import NotDerivable, device_requests
 from kubelet_dra.workbench.conformance.suggestion import suggest
 from kubelet_dra.workbench.testbed import Testbed, manifests, objects
+from kubelet_dra.workbench.testbed.claimshapes import NotDerivable, device_requests
 
 CONSUMER_GROUP = "kubelet-dra.dev"
 CONSUMER_RESOURCE = "conformancechecks"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import attrs
 
-from kubelet_dra.workbench.conformance.shapes import ClaimShapes
+from kubelet_dra.workbench.testbed.claimshapes import ClaimShapes
 
 
 @attrs.frozen

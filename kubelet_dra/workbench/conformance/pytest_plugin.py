@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from kubelet_dra.peers.errors import DriverStartError
-from kubelet_dra.workbench.conformance import shapes
 from kubelet_dra.workbench.conformance.checks import all_checks
 from kubelet_dra.workbench.conformance.options import SuiteOptions
 from kubelet_dra.workbench.conformance.results import NOT_RUN, SuiteResult
@@ -22,6 +21,7 @@ from kubelet_dra.workbench.conformance.suitereport import calls_text
 from kubelet_dra.workbench.conformance.suiterunner import run_suite
 from kubelet_dra.workbench.conformance.target import Selection, Target
 from kubelet_dra.workbench.junit import FAILED, SKIPPED, WARNING
+from kubelet_dra.workbench.testbed import claimshapes as shapes
 
 SELECTED = pytest.StashKey[list[str]]()
 

@@ -35,8 +35,7 @@ from kubelet_dra.workbench.conformance.options import SuiteOptions
 from kubelet_dra.workbench.conformance.outcomes import CheckBlocked, CheckFailed, CheckSkipped
 from kubelet_dra.workbench.conformance.probe import Probe, registered_once
 from kubelet_dra.workbench.conformance.results import NOT_RUN, CheckResult, ReleaseRuns, SuiteResult, judged
-from kubelet_dra.workbench.conformance.shapes import check_allocatable
-from kubelet_dra.workbench.conformance.target import Selection, Target, device_class_file
+from kubelet_dra.workbench.conformance.target import Selection, Target
 from kubelet_dra.workbench.junit import FAILED, PASSED, SKIPPED, WARNING
 from kubelet_dra.workbench.testbed import (
     DriverProcess,
@@ -47,6 +46,7 @@ from kubelet_dra.workbench.testbed import (
     manifests,
     objects,
 )
+from kubelet_dra.workbench.testbed.claimshapes import check_allocatable, device_class_file
 
 CLEANUP_TIMEOUT = 30.0
 CLEANUP_ROUNDS = 5

@@ -1,19 +1,15 @@
 """What a conformance run is aimed at and which checks it runs: the driver under test (``Target``), the
-selection of checks, and the DeviceClass manifest a user may give; all checked before anything starts.
+selection of checks; all checked before anything starts.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from pathlib import Path
-from typing import Any
 
 import attrs
-import yaml
 
 from kubelet_dra.kubelet.release import DEFAULT_RELEASE, KubeletRelease
-from kubelet_dra.peers import goyaml
 from kubelet_dra.peers.errors import UsageError
 from kubelet_dra.workbench.conformance.framework import TAGS, Check
 
@@ -91,22 +87,3 @@ def _pattern(text: str | None, flag: str) -> re.Pattern[str] | None:
         return re.compile(text)
     except re.error as err:
         raise UsageError(f"{flag} {text!r} is not a regular expression: {err}", fix="fix the pattern") from err
-
-
-def device_class_file(path: Path) -> dict[str, Any]:
-    """A DeviceClass manifest (YAML or JSON) from ``--device-class FILE``."""
-    try:
-        manifest = goyaml.load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
-        raise UsageError(
-            f"cannot read the DeviceClass manifest: {err}", where=str(path), fix="give a YAML file"
-        ) from err
-    is_class = isinstance(manifest, dict) and manifest.get("kind") == "DeviceClass"
-    metadata = manifest.get("metadata") if is_class else None
-    if not isinstance(metadata, dict) or not metadata.get("name"):
-        raise UsageError(
-            "the file is not a DeviceClass manifest with a name",
-            where=str(path),
-            fix="kind: DeviceClass, metadata.name",
-        )
-    return manifest

@@ -19,7 +19,7 @@ from kubelet_dra.kubelet.cm.dra.plugin import CallRecord
 from kubelet_dra.kubelet.cm.dra.state.checkpoint import Checkpoint, ClaimInfoState, decode
 from kubelet_dra.workbench.scenarios.model import Condition
 from kubelet_dra.workbench.scenarios.stage import Context
-from kubelet_dra.workbench.testbed import objects
+from kubelet_dra.workbench.testbed import cdispecs, objects
 from kubelet_dra.workbench.testbed.objects import DEFAULT_NAMESPACE
 
 POLL_INTERVAL = 0.05
@@ -46,6 +46,8 @@ class Verdict:
     seconds: float
     message: str
     details: str = ""
+    stretched: bool = False
+    """Held only after the file's ``within``, in the time a real driver was given (``Condition.stretch``)."""
 
 
 Check = Callable[[Context, Mapping[str, Any]], Awaitable[Look]]
@@ -55,18 +57,21 @@ async def evaluate(ctx: Context, condition: Condition) -> Verdict:
     """Poll ``condition`` until it holds (then for ``hold`` more seconds) or its deadline passes."""
     check = CHECKS[condition.kind]
     started = time.monotonic()
-    deadline = started + condition.within
+    longest = max(condition.within, condition.stretch)
     while not (look := await _look(check, ctx, condition.args)).ok:
-        if time.monotonic() >= deadline:
-            return _broken(look, f"not within {condition.within:g} s", started)
+        if time.monotonic() - started >= longest:
+            waited = f"{condition.within:g} s, stretched to {longest:g} s" if longest > condition.within else ""
+            return _broken(look, f"not within {waited or f'{condition.within:g} s'}", started)
         await asyncio.sleep(POLL_INTERVAL)
     held_from = time.monotonic()
+    late = held_from - started > condition.within
     while time.monotonic() - held_from < condition.hold:
         await asyncio.sleep(POLL_INTERVAL)
         look = await _look(check, ctx, condition.args)
         if not look.ok:
             return _broken(look, f"held for only {time.monotonic() - held_from:.2f} of {condition.hold:g} s", started)
-    return Verdict(True, time.monotonic() - started, look.seen, look.details)
+    stretched = f" (held after {held_from - started:.1f} s, past the file's {condition.within:g} s: stretched)"
+    return Verdict(True, time.monotonic() - started, look.seen + (stretched if late else ""), look.details, late)
 
 
 async def _look(check: Check, ctx: Context, args: Mapping[str, Any]) -> Look:
@@ -347,11 +352,13 @@ async def cdi(ctx: Context, args: Mapping[str, Any]) -> Look:
     if ids is None:
         return Look(False, f"CDI devices of {args['pod']}/{container}", NOT_CREATED if ctx.real else "no DRA manager")
     missing = [pattern for pattern in args.get("ids", ()) if not fnmatch.filter(ids, pattern)]
-    ok = not missing and ("count" not in args or len(ids) == args["count"])
+    unresolved = cdispecs.unresolved(ids, (ctx.bed.cdi_root,)) if args.get("resolve") else ""
+    ok = not missing and not unresolved and ("count" not in args or len(ids) == args["count"])
     expected = f"CDI devices of {args['pod']}/{container}"
     expected += f" count={args['count']}" if "count" in args else ""
     expected += f" matching {', '.join(args['ids'])}" if "ids" in args else ""
-    return Look(ok, expected, f"{len(ids)}: {', '.join(ids) or 'none'}")
+    expected += " resolving in the CDI root" if args.get("resolve") else ""
+    return Look(ok, expected, f"{len(ids)}: {', '.join(ids) or 'none'}" + (f" ({unresolved})" if unresolved else ""))
 
 
 async def wipe(ctx: Context, args: Mapping[str, Any]) -> Look:

@@ -82,6 +82,8 @@ class DriverDef:
     external: bool = False
     env: Mapping[str, str] = attrs.field(factory=dict)
     start: bool = True
+    faults: Mapping[str, str] = attrs.field(factory=dict)
+    """A driver under test's fault knobs at each start, carried out on the wire between it and the node."""
 
 
 @attrs.frozen
@@ -94,6 +96,9 @@ class Condition:
     within: float
     hold: float = 0.0
     where: Position = Position()
+    stretch: float = 0.0
+    """For a real driver: how long the wait may go on past ``within`` for what the driver does in its own time
+    (held late, the report says the wait was stretched); 0 keeps ``within``."""
 
 
 @attrs.frozen

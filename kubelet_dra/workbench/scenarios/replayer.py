@@ -50,6 +50,8 @@ class StepResult:
     details: str = ""
     line: int = 0
     """Where the step or expectation is written in the scenario file."""
+    stretched: bool = False
+    """An expectation that held only in the time a real driver was given past the file's ``within``."""
 
 
 @attrs.frozen
@@ -64,16 +66,27 @@ class ScenarioResult:
     """The work dir, when it was kept."""
     note: str = ""
     """What the report should say about how it ran (on a real kubelet: whose timings applied)."""
+    skip: str = ""
+    """Why it did not run at all: what it needs that the driver under test does not offer."""
 
     @property
     def passed(self) -> bool:
         """Nothing broke: every step and expectation passed or was not for this node (a skip after a failure comes
-        with the failure)."""
+        with the failure); a scenario skipped for what the driver does not offer broke nothing either."""
         return not self.error and all(result.result in (junit.PASSED, junit.SKIPPED) for result in self.results)
+
+    @property
+    def outcome(self) -> str:
+        return junit.SKIPPED if self.skip else junit.PASSED if self.passed else junit.FAILED
 
     @property
     def broken(self) -> list[StepResult]:
         return [result for result in self.results if result.result in (junit.FAILED, junit.ERROR)]
+
+
+def skipped(scenario: Scenario, why: str) -> ScenarioResult:
+    """The result of a scenario not replayed, because it needs what the driver under test does not offer."""
+    return ScenarioResult(name=scenario.name, path=scenario.path, results=(), seconds=0.0, skip=why)
 
 
 @attrs.frozen
@@ -104,14 +117,14 @@ def parse_fault(text: str) -> tuple[str, str, str]:
 
 
 def check_faults(scenario: Scenario, faults: Mapping[str, Mapping[str, str]]) -> None:
-    """Fault overrides must name a reference driver of the scenario and a known knob with a valid value."""
-    references = [driver.id for driver in scenario.drivers if driver.reference is not None]
+    """Fault overrides must name a driver the scenario starts and a known knob with a valid value."""
+    started = [driver.id for driver in scenario.drivers if not driver.external]
     for driver_id, knobs in faults.items():
-        if driver_id not in references:
+        if driver_id not in started:
             raise UsageError(
-                f"--fault names driver {driver_id!r}, which is not a reference driver of {scenario.name}",
+                f"--fault names driver {driver_id!r}, which {scenario.name} does not start",
                 where=scenario.path,
-                fix=f"use one of: {', '.join(references) or 'none (no reference driver)'}",
+                fix=f"use one of: {', '.join(started) or 'none (every driver is external)'}",
             )
         for knob, value in knobs.items():
             lookup(knob).parse(value)
@@ -276,7 +289,15 @@ def _expectation(step: Step, condition: Condition, verdict: Verdict | None, not_
         )
     result = junit.PASSED if verdict.held else junit.FAILED
     return StepResult(
-        step.index, condition.name, EXPECTATION, result, verdict.seconds, verdict.message, verdict.details, line
+        step.index,
+        condition.name,
+        EXPECTATION,
+        result,
+        verdict.seconds,
+        verdict.message,
+        verdict.details,
+        line,
+        stretched=verdict.stretched,
     )
 
 

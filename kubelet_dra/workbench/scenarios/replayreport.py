@@ -13,6 +13,11 @@ from kubelet_dra.workbench import junit
 from kubelet_dra.workbench.scenarios.replayer import EXPECTATION, ScenarioResult, StepResult
 
 SUITE = "kubelet-dra replay"
+OUTCOMES = {
+    junit.PASSED: "[green]passed[/green]",
+    junit.FAILED: "[red]failed[/red]",
+    junit.SKIPPED: "[yellow]skipped[/yellow]",
+}
 MARKS = {
     junit.PASSED: "[green]✓[/green]",
     junit.FAILED: "[red]✗[/red]",
@@ -42,12 +47,16 @@ def summary(results: Sequence[ScenarioResult]) -> Table:
         broken = result.broken
         table.add_row(
             escape(result.name),
-            "[green]passed[/green]" if result.passed else "[red]failed[/red]",
+            OUTCOMES[result.outcome],
             f"{held}/{len(expectations)}",
             f"{result.seconds:.1f} s",
         )
         if first := result.error or (broken[0].name if broken else ""):
             table.add_row(f"[red]  first broken:[/red] {escape(first)}")
+        if result.skip:
+            table.add_row(f"[dim]  skipped: {escape(result.skip)}[/dim]")
+        if stretched := [step.name for step in result.results if step.stretched]:
+            table.add_row(f"[dim]  waits stretched for the driver: {escape(', '.join(stretched))}[/dim]")
     return table
 
 
@@ -69,6 +78,8 @@ def to_json(results: Sequence[ScenarioResult]) -> dict[str, Any]:
                 "name": result.name,
                 "path": result.path,
                 "passed": result.passed,
+                "result": result.outcome,
+                "skipped": result.skip,
                 "seconds": round(result.seconds, 3),
                 "error": result.error,
                 "workdir": result.workdir,
@@ -83,6 +94,7 @@ def to_json(results: Sequence[ScenarioResult]) -> dict[str, Any]:
                         "seconds": round(step.seconds, 3),
                         "message": step.message,
                         "details": step.details,
+                        "stretched": step.stretched,
                     }
                     for step in result.results
                 ],
@@ -93,8 +105,11 @@ def to_json(results: Sequence[ScenarioResult]) -> dict[str, Any]:
 
 
 def headline(results: Sequence[ScenarioResult]) -> str:
-    passed = sum(result.passed for result in results)
-    return f"kubelet-dra replay: {passed} of {len(results)} scenario(s) passed"
+    skipped = sum(bool(result.skip) for result in results)
+    passed = sum(result.passed for result in results) - skipped
+    return f"kubelet-dra replay: {passed} of {len(results)} scenario(s) passed" + (
+        f", {skipped} skipped (needs the driver does not offer)" if skipped else ""
+    )
 
 
 def cases(results: Sequence[ScenarioResult]) -> list[junit.Case]:
@@ -105,6 +120,8 @@ def cases(results: Sequence[ScenarioResult]) -> list[junit.Case]:
         classname = f"scenario.{result.name}"
         if result.error:
             found.append(junit.Case("staging", classname, result.seconds, junit.ERROR, result.error, file=result.path))
+        if result.skip:
+            found.append(junit.Case("driver", classname, 0.0, junit.SKIPPED, result.skip, file=result.path))
         found += [
             junit.Case(
                 step.name,

@@ -185,6 +185,10 @@ CONDITIONS: dict[str, dict[str, Any]] = {
             "container": string("default: the first container"),
             "count": integer(),
             "ids": array(string(), "each pattern (fnmatch) matches a CDI ID"),
+            "resolve": boolean(
+                "at least one ID, each fully qualified (vendor/class=name) and declared by a CDI spec file in the"
+                " node's CDI root"
+            ),
         },
         required=("pod",),
     ),

@@ -14,7 +14,6 @@ import yaml
 from rich.console import Console
 
 from kubelet_dra.peers.errors import ConfigError
-from kubelet_dra.workbench.conformance import shapes
 from kubelet_dra.workbench.conformance import suitereport as report
 from kubelet_dra.workbench.conformance.options import SuiteOptions
 from kubelet_dra.workbench.conformance.results import NOT_RUN, ReleaseRuns
@@ -22,6 +21,7 @@ from kubelet_dra.workbench.conformance.suggestion import example
 from kubelet_dra.workbench.conformance.suiterunner import run_suite
 from kubelet_dra.workbench.conformance.target import Selection, Target
 from kubelet_dra.workbench.junit import FAILED
+from kubelet_dra.workbench.testbed import claimshapes as shapes
 
 from .reference import GPU, with_fault
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kubelet_dra.peers.errors import UsageError
-from kubelet_dra.workbench.conformance.target import device_class_file
+from kubelet_dra.workbench.testbed.claimshapes import device_class_file
 from kubelet_dra.workbench.testbed.serverthread import ServerThread
 
 from .reference import REFERENCE

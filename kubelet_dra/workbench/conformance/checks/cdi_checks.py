@@ -13,16 +13,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubelet_dra.workbench.conformance import rules
-from kubelet_dra.workbench.conformance.cdispecs import (
+from kubelet_dra.workbench.conformance.checkcontext import CheckContext
+from kubelet_dra.workbench.conformance.framework import MUST, SHOULD, check
+from kubelet_dra.workbench.conformance.steps.claimsteps import prepared, require_claims, require_devices, unprepared
+from kubelet_dra.workbench.testbed.cdispecs import (
     CDIResolutionError,
     ContainerEdits,
     ResolvedDevice,
     scan,
     valid_cdi_id,
 )
-from kubelet_dra.workbench.conformance.checkcontext import CheckContext
-from kubelet_dra.workbench.conformance.framework import MUST, SHOULD, check
-from kubelet_dra.workbench.conformance.steps.claimsteps import prepared, require_claims, require_devices, unprepared
 
 TAGS = ("cdi",)
 

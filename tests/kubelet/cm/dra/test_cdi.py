@@ -10,7 +10,7 @@ import pytest
 
 from kubelet_dra.kubelet.cm.dra.state.checkpoint import decode
 from kubelet_dra.peers.errors import DriverError
-from kubelet_dra.workbench.conformance.cdispecs import CDIResolutionError, ContainerEdits, resolve
+from kubelet_dra.workbench.testbed.cdispecs import CDIResolutionError, ContainerEdits, resolve
 
 FIXTURES = Path(__file__).parents[3] / "fixtures"
 DRIVER_SPECS = FIXTURES / "dra-example-driver"

@@ -1,12 +1,13 @@
-"""The claims a driver accepts: what the checks that make a claim build it from (``--claim FILE``).
+"""What a driver accepts: its DeviceClass (``--device-class FILE``) and the claims it prepares (``--claim FILE``),
+read once for ``conformance`` and ``replay`` alike (one parser, one meaning).
 
 Many drivers prepare any claim for one of their devices; some accept only claims of a certain shape
 (all their devices on the node, exactly N, an opaque config of their own type). Their author
 describes a valid claim as for a real cluster, a ``ResourceClaimSpec`` (or a ResourceClaim or
-ResourceClaimTemplate manifest), and every check that makes a claim makes one of those. Without a
-file the shape is today's "one device of the suite's DeviceClass", which the checks may scale (two
-devices, two requests); a shape the author gave is used as written, and a check that needs more than
-it provides skips, saying so.
+ResourceClaimTemplate manifest). Conformance checks that make a claim make one of those, and a replayed
+scenario's claims of the driver under test take their requests from them. Without a file the shape is
+"one device of the DeviceClass", which the checks may scale (two devices, two requests); a shape the
+author gave is used as written, and a check or scenario that needs more than it provides skips, saying so.
 
 The files are read and checked here, before anything starts; once the driver published its slices,
 the API server checks each shape as a dry-run create and the offline allocator must find devices for
@@ -26,7 +27,7 @@ import yaml
 
 from kubelet_dra.peers import goyaml
 from kubelet_dra.peers.controlplane.allocator import Unsatisfiable, allocate
-from kubelet_dra.peers.errors import ConfigError
+from kubelet_dra.peers.errors import ConfigError, UsageError
 from kubelet_dra.workbench.testbed import manifests
 
 DEFAULT_REQUEST = "device"
@@ -248,3 +249,22 @@ def check_allocatable(
             where=f"--claim {shape.source}",
             fix=fix,
         ) from err
+
+
+def device_class_file(path: Path) -> dict[str, Any]:
+    """A DeviceClass manifest (YAML or JSON) from ``--device-class FILE``."""
+    try:
+        manifest = goyaml.load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise UsageError(
+            f"cannot read the DeviceClass manifest: {err}", where=str(path), fix="give a YAML file"
+        ) from err
+    is_class = isinstance(manifest, dict) and manifest.get("kind") == "DeviceClass"
+    metadata = manifest.get("metadata") if is_class else None
+    if not isinstance(metadata, dict) or not metadata.get("name"):
+        raise UsageError(
+            "the file is not a DeviceClass manifest with a name",
+            where=str(path),
+            fix="kind: DeviceClass, metadata.name",
+        )
+    return manifest

@@ -168,3 +168,14 @@ def resolve(cdi_ids: Sequence[str], roots: Sequence[Path] = DEFAULT_ROOTS) -> li
     if unresolved:
         raise CDIResolutionError(unresolved, roots, malformed)
     return [devices[cdi_id] for cdi_id in cdi_ids]
+
+
+def unresolved(cdi_ids: Sequence[str], roots: Sequence[Path]) -> str:
+    """Why a runtime could not use ``cdi_ids`` (none given, or some not declared under ``roots``); "" when it could."""
+    if not cdi_ids:
+        return "no CDI device to resolve"
+    try:
+        resolve(cdi_ids, roots)
+    except CDIResolutionError as err:
+        return err.what
+    return ""
