@@ -83,8 +83,9 @@ def carry_over(scenario: Scenario, under_test: UnderTest, facts: DriverFacts) ->
 def _unmet_need(scenario: Scenario, driver: DriverDef, under_test: UnderTest, facts: DriverFacts) -> str:
     """What the scenario needs of its driver that the driver under test does not offer, "" when nothing."""
     reference = driver.reference
-    uses_health = any(step.action == "health" and step.args.get("driver") == driver.id for step in scenario.steps)
-    if ((reference is not None and reference.health) or uses_health) and not facts.health:
+    if any(step.action == "health" and step.args.get("driver") == driver.id for step in scenario.steps):
+        return "device health set by hand (a step only the reference driver's control socket carries out)"
+    if reference is not None and reference.health and not facts.health:
         return f"device health (a health service); {facts.name} serves none"
     if reference is not None and reference.versions in LEGACY_VERSIONS:
         return f"the legacy DRA service {reference.versions}, which no proxy translates to {facts.name}'s"

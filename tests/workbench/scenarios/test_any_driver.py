@@ -27,17 +27,17 @@ def _report(stdout: str) -> dict[str, dict]:
 
 def test_a_driver_of_another_name_holds_and_what_it_lacks_is_a_skip_with_its_reason(tmp_path: Path):
     junit = tmp_path / "replay.xml"
-    files = [str(LIBRARY / f"{name}.yaml") for name in ("pod-lifecycle", "health-healthy-unhealthy-healthy")]
+    files = [str(LIBRARY / f"{name}.yaml") for name in ("pod-lifecycle", "health-unknown-when-plugin-stops")]
     done = replay("--driver", ACME, *files, "--output", "json", "--junit", str(junit))
     assert done.returncode == 0, done.stdout + done.stderr
     report = _report(done.stdout)
     assert report["pod-lifecycle"]["result"] == "passed"
-    assert report["health-healthy-unhealthy-healthy"]["result"] == "skipped"
-    assert report["health-healthy-unhealthy-healthy"]["skipped"] == (
+    assert report["health-unknown-when-plugin-stops"]["result"] == "skipped"
+    assert report["health-unknown-when-plugin-stops"]["skipped"] == (
         "needs device health (a health service); gpu.acme.dev serves none"
     )
     skipped = [case for case in ET.parse(junit).getroot().iter("testcase") if case.find("skipped") is not None]
-    assert [case.get("classname") for case in skipped] == ["scenario.health-healthy-unhealthy-healthy"]
+    assert [case.get("classname") for case in skipped] == ["scenario.health-unknown-when-plugin-stops"]
 
 
 def test_cdi_ids_that_resolve_to_no_spec_fail_the_carried_expectation():

@@ -89,7 +89,8 @@ def test_a_device_class_and_a_claim_given_replace_the_file_s(tmp_path: Path):
 @pytest.mark.parametrize(
     ("file", "need"),
     [
-        ("health-healthy-unhealthy-healthy.yaml", "needs device health (a health service); gpu.acme.dev serves none"),
+        ("health-healthy-unhealthy-healthy.yaml", "needs device health set by hand"),
+        ("health-unknown-when-plugin-stops.yaml", "needs device health (a health service); gpu.acme.dev serves none"),
         ("legacy-v1alpha4-driver.yaml", "needs the legacy DRA service v1alpha4"),
         ("share-ids.yaml", "needs a device shared by capacity (allowMultipleAllocations, share IDs)"),
     ],
