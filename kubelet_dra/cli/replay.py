@@ -4,32 +4,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 from pathlib import Path
 
 import attrs
-from rich.markup import escape
 
 from kubelet_dra.cli import compare, nodeflags, output
 from kubelet_dra.cli.command import Command
+from kubelet_dra.cli.replaylive import ReplayPlan, present_faults, replay_all
 from kubelet_dra.kubelet.release import release
 from kubelet_dra.peers.errors import UsageError
 from kubelet_dra.workbench.fidelity.both import KUBELET_TIMING, TIMINGS
 from kubelet_dra.workbench.realnode import RealKubeletOptions, RealManagerOptions
 from kubelet_dra.workbench.scenarios import onrealkubelet as realkubelet
 from kubelet_dra.workbench.scenarios import replayreport as report
-from kubelet_dra.workbench.scenarios.carryover import Carried, carry_all
+from kubelet_dra.workbench.scenarios.carryover import carry_all
 from kubelet_dra.workbench.scenarios.library import library_files
 from kubelet_dra.workbench.scenarios.loader import ScenarioError, load
-from kubelet_dra.workbench.scenarios.model import Scenario, Step
+from kubelet_dra.workbench.scenarios.model import Scenario
 from kubelet_dra.workbench.scenarios.replayer import (
-    ReplayOptions,
-    ScenarioResult,
-    StepResult,
     check_faults,
     parse_fault,
-    replay,
-    skipped,
 )
 from kubelet_dra.workbench.scenarios.undertest import UnderTest
 from kubelet_dra.workbench.testbed import claimshapes as shapes
@@ -79,6 +73,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     nodeflags.add_kubelet_version_argument(parser)
     parser.add_argument("--junit", metavar="FILE", help="also write the results as JUnit XML to FILE")
     parser.add_argument("--keep", action="store_true", help="keep each scenario's work dir (logs, sockets, state)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="replay up to N files at once, each on a node of its own (default 1; a real kubelet plays one at a time);"
+        " each file's lines are printed when it ends",
+    )
     parser.add_argument("--check", action="store_true", help="only load and check the files; run nothing")
     real = parser.add_argument_group("the node played by a real kubelet (docs/replay.md, 'On the real kubelet')")
     real.add_argument("--real-kubelet", metavar="KUBELET", help="the kubelet binary to play the node (needs root)")
@@ -120,6 +122,11 @@ def run(args: argparse.Namespace) -> int:
     files = [*args.files, *(library_files() if args.library else [])]
     if not files:
         raise UsageError("no scenario file given", fix="give scenario files, or --library for the installed library")
+    if args.jobs < 1 or (args.jobs > 1 and (args.real_kubelet or args.compare)):
+        raise UsageError(
+            f"--jobs {args.jobs}: give 1 or more, and only 1 with --real-kubelet (one kubelet per machine)",
+            fix="leave --jobs out, or replay on the simulated node",
+        )
     scenarios = [scenario.on(kubelet) for scenario in _load_all(files)]
     under_tests = _under_tests(args, scenarios)
     faults = _faults(args.fault, scenarios)
@@ -137,9 +144,10 @@ def run(args: argparse.Namespace) -> int:
     if args.compare:
         args.timing = args.timing or KUBELET_TIMING
         runnable = [c.scenario for c in carried if not c.skip]
-        return compare.run(args, runnable, [_present(faults, scenario) for scenario in runnable], real, manager)
+        return compare.run(args, runnable, [present_faults(faults, scenario) for scenario in runnable], real, manager)
     with output.quiet_logs(args.verbosity):
-        results = asyncio.run(_replay_all(carried, faults, keep=args.keep, live=text, real=real, manager=manager))
+        plan = ReplayPlan(faults, keep=args.keep, live=text, real=real, manager=manager, jobs=args.jobs)
+        results = asyncio.run(replay_all(carried, plan))
     if args.junit:
         report.write_junit(args.junit, results)
     output.in_ci(report.SUITE, report.headline(results), report.cases(results), json_output=not text)
@@ -240,61 +248,8 @@ def _faults(texts: list[str], scenarios: list[Scenario]) -> dict[str, dict[str, 
             raise UsageError(f"--fault {text}: no scenario has a driver with id {driver_id!r}", fix="use a driver id")
         faults.setdefault(driver_id, {})[knob] = value
     for scenario in scenarios:
-        check_faults(scenario, _present(faults, scenario))
+        check_faults(scenario, present_faults(faults, scenario))
     return faults
-
-
-def _present(faults: dict[str, dict[str, str]], scenario: Scenario) -> dict[str, dict[str, str]]:
-    """The fault overrides for the drivers this scenario starts."""
-    present = {driver.id for driver in scenario.drivers if not driver.external}
-    return {driver_id: knobs for driver_id, knobs in faults.items() if driver_id in present}
-
-
-async def _replay_all(
-    carried: list[Carried],
-    faults: dict[str, dict[str, str]],
-    *,
-    keep: bool,
-    live: bool,
-    real: RealKubeletOptions | None,
-    manager: RealManagerOptions | None,
-) -> list[ScenarioResult]:
-    results = []
-    console = output.console()
-    for scenario, skip in ((c.scenario, c.skip) for c in carried):
-        if skip:
-            results.append(skipped(scenario, skip))
-            if live:
-                console.print(f"[bold]{escape(scenario.name)}[/bold] [yellow]skipped[/yellow]: {escape(skip)}")
-            continue
-        status = console.status("") if live else contextlib.nullcontext()
-        with status as spinner:
-
-            def on_step(step: Step, spinner=spinner) -> None:
-                if spinner is not None:
-                    spinner.update(step.name)
-
-            def on_result(result: StepResult) -> None:
-                console.print(report.line(result))
-
-            if live:
-                console.print(f"[bold]{scenario.name}[/bold] [dim]({scenario.path})[/dim]")
-            options = ReplayOptions(
-                faults=_present(faults, scenario),
-                keep=keep,
-                on_step=on_step if live else None,
-                on_result=on_result if live else None,
-                real_kubelet=real,
-                real_manager=manager,
-            )
-            results.append(await replay(scenario, options))
-        if live and results[-1].note:
-            console.print(f"  [dim]{escape(results[-1].note)}[/dim]")
-        if live and results[-1].error:
-            console.print(f"  [red]![/red] {escape(results[-1].error)}")
-        if live and results[-1].workdir:
-            console.print(f"  [dim]work dir kept: {escape(results[-1].workdir)}[/dim]")
-    return results
 
 
 COMMAND = Command(

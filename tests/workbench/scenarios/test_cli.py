@@ -143,3 +143,22 @@ def test_aliases_that_expand_or_hold_themselves_exit_2_at_once(tmp_path: Path):
         assert "Traceback" not in done.stderr, done.stderr[-500:]
         assert f"{path}:1:1: {error}" in done.stderr.replace("YAML document", "document")
         assert "instead of aliases" in done.stderr
+
+
+def test_jobs_replay_files_at_once_and_print_each_file_s_lines_together():
+    files = [str(LIBRARY / f"{name}.yaml") for name in ("apiserver-restart", "register-after-getinfo-failure")]
+    done = replay("--jobs", "2", *files)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    starts = [index for index, text in enumerate(lines) if text.startswith(("apiserver-restart", "register-after"))]
+    assert len(starts) == 2, lines
+    first, second = sorted(starts)
+    assert all(text.startswith("  ") for text in lines[first + 1 : second]), "a file's lines are not interleaved"
+    report = replay("--jobs", "2", *files, "--output", "json")
+    names = [scenario["name"] for scenario in json.loads(report.stdout)["scenarios"]]
+    assert names == ["apiserver-restart", "register-after-getinfo-failure"], "results in the files' order"
+
+
+def test_jobs_below_one_is_a_usage_error():
+    done = replay("--jobs", "0", QUICK)
+    assert done.returncode == 2 and "--jobs 0" in done.stderr and "Traceback" not in done.stderr
