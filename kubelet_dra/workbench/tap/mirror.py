@@ -11,6 +11,7 @@ its sockets: the kubelet then unregisters the driver as if the driver had gone.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 
@@ -23,8 +24,12 @@ from kubelet_dra.peers.driver.files import leave_stale_socket
 from kubelet_dra.peers.log import Logger
 from kubelet_dra.workbench.tap.faults import WireFaults
 from kubelet_dra.workbench.tap.forward import Forwarder, OpenCall, Upstream
+from kubelet_dra.workbench.tap.owned import listening
 from kubelet_dra.workbench.tap.reach import ServedEndpoint, Server
 from kubelet_dra.workbench.tap.wirecalls import GET_INFO
+
+LISTEN_WAIT = 0.5
+LISTEN_POLL = 0.01
 
 
 @attrs.frozen
@@ -89,6 +94,13 @@ class DriverMirror:
         )
 
     async def start(self) -> None:
+        """Mirror the driver's socket once it listens (``LISTEN_WAIT`` at most: a stale one is mirrored as it is).
+
+        A gRPC server in Python binds its socket before it listens: a kubelet dials until the socket listens, but a
+        call the tap forwards at once would find it refusing connections, a failure the kubelet never sees."""
+        deadline = time.monotonic() + LISTEN_WAIT
+        while not listening(self.driver_socket) and time.monotonic() < deadline:
+            await asyncio.sleep(LISTEN_POLL)
         self._since = time.time()
         try:
             await self._server.start()

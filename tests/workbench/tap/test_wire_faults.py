@@ -40,7 +40,6 @@ class Seen:
     """(phase, last error, failure mode) of the driver's registration socket."""
     calls: tuple[str, ...]
     """Every distinct call, normalized (the node's retries differ in number from run to run)."""
-    pod: str
 
 
 async def _until(bed: Testbed, check: Callable[[], Any], what: str, timeout: float = 10.0) -> None:
@@ -148,7 +147,7 @@ async def seen(spec: DriverSpec, probe: Probe) -> Seen:
         )
         lines = call_lines([record.to_json() for record in bed.calls()])
         calls = tuple(sorted({re.sub(r" \(x\d+\)$", "", line) for line in lines}))
-        return Seen(bed.usable(GPU), sockets, calls, await _phase(bed))
+        return Seen(bed.usable(GPU), sockets, calls)
 
 
 @pytest.mark.parametrize(("knob", "value", "probe"), CASES, ids=[f"{knob}={value}" for knob, value, _ in CASES])
