@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -21,7 +20,7 @@ import grpc
 from kubelet_dra.peers.driver import control
 from kubelet_dra.peers.driver.cdi import CDISpecs
 from kubelet_dra.peers.driver.devices import Inventory, make_devices
-from kubelet_dra.peers.driver.files import remove
+from kubelet_dra.peers.driver.files import leave_stale_socket, remove
 from kubelet_dra.peers.driver.health import HealthBoard
 from kubelet_dra.peers.driver.knobs import Faults
 from kubelet_dra.peers.driver.preparer import Preparer
@@ -132,7 +131,7 @@ class DriverPlugin:
             remove(path)
         if self.faults.get("leave-sockets"):
             for path in sockets:
-                _leave_stale_socket(path)
+                leave_stale_socket(path)
         if self._owns_kube:
             await asyncio.to_thread(self.kube.close)
         self.log.info("driver stopped", socketsLeft=bool(self.faults.get("leave-sockets")))
@@ -195,9 +194,3 @@ class DriverPlugin:
             }
 
         return {"get": knobs, "set": set_knobs, "clear": clear_knobs, "health": health, "status": status}
-
-
-def _leave_stale_socket(path: Path) -> None:
-    """Leave a socket file nobody listens on, as a crashed process does."""
-    with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.bind(str(path))

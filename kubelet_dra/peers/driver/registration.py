@@ -19,8 +19,8 @@ from kubelet_dra.peers.api.services import REGISTRATION, PluginType
 from kubelet_dra.peers.driver import rpc
 from kubelet_dra.peers.driver.knobs import Faults
 from kubelet_dra.peers.driver.rpc import CallFailed
-from kubelet_dra.peers.driver.servicesocket import advertised_versions
 from kubelet_dra.peers.driver.settings import DriverSettings
+from kubelet_dra.peers.driver.versions import advertised_versions
 from kubelet_dra.peers.log import Logger
 
 

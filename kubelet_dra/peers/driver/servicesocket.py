@@ -16,53 +16,14 @@ from google.protobuf.message import Message
 
 from kubelet_dra.peers.api import dra_v1_pb2 as v1
 from kubelet_dra.peers.api.convert import to_service
-from kubelet_dra.peers.api.services import (
-    DRA_HEALTH_V1,
-    DRA_HEALTH_V1ALPHA1,
-    DRA_V1,
-    DRA_V1ALPHA4,
-    DRA_V1BETA1,
-    Service,
-    full_method,
-)
+from kubelet_dra.peers.api.services import DRA_V1, Service, full_method
 from kubelet_dra.peers.driver import rpc
 from kubelet_dra.peers.driver.claims import ClaimRef
 from kubelet_dra.peers.driver.health import HealthBoard
 from kubelet_dra.peers.driver.knobs import Faults
 from kubelet_dra.peers.driver.preparer import Preparer
+from kubelet_dra.peers.driver.versions import HEALTH_ADVERTISED, SERVED
 from kubelet_dra.peers.log import Logger
-
-SERVED: dict[str, tuple[Service, ...]] = {
-    "all": (DRA_V1, DRA_V1BETA1),
-    "v1": (DRA_V1,),
-    "v1beta1": (DRA_V1BETA1,),
-    "v1alpha4": (DRA_V1ALPHA4,),
-    "1.0.0": (DRA_V1ALPHA4,),
-    "none": (DRA_V1, DRA_V1BETA1),
-}
-"""DRA node services served for each value of the ``versions`` knob."""
-
-
-HEALTH_ADVERTISED: dict[str, tuple[Service, ...]] = {
-    "both": (DRA_HEALTH_V1, DRA_HEALTH_V1ALPHA1),
-    "v1": (DRA_HEALTH_V1,),
-    "v1alpha1": (DRA_HEALTH_V1ALPHA1,),
-    "none": (),
-}
-"""Health services advertised for each value of the ``health-advertise`` knob."""
-
-
-def advertised_versions(versions: str, *, health: str | None) -> list[str]:
-    """``PluginInfo.supported_versions`` for a ``versions`` knob value, in the helper's order; ``health`` is the
-    ``health-advertise`` knob's value, ``None`` for a driver without the health service."""
-    if versions == "none":
-        return []
-    if versions == "1.0.0":
-        return ["1.0.0"]
-    advertised = [service.advertised for service in SERVED[versions]]
-    if health is not None and not any(service.legacy for service in SERVED[versions]):
-        advertised += [service.advertised for service in HEALTH_ADVERTISED[health]]
-    return advertised
 
 
 def _claims(request: Message) -> list[ClaimRef]:

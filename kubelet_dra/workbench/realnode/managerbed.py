@@ -30,6 +30,7 @@ from kubelet_dra.peers.api.calls import CallRecord
 from kubelet_dra.peers.errors import StateError, UsageError
 from kubelet_dra.peers.log import get_logger
 from kubelet_dra.workbench.realnode.harnesstrace import REGISTRATION_SERVICE, HarnessTrace, read_outcome, read_trace
+from kubelet_dra.workbench.tap import FaultProxy
 from kubelet_dra.workbench.testbed import Testbed, TestbedOptions, objects
 
 HEALTH_SERVICE = "DRAResourceHealth/"
@@ -72,7 +73,7 @@ class ManagerTestbed(Testbed):
         manager.check()
         if options.registry_dir is not None:
             raise UsageError("a scenario's registryDir cannot be used with --real-manager", fix="leave it out")
-        super().__init__(options)
+        super().__init__(options, proxies=FaultProxy)
         self.manager = manager
         self.log_path = self.workdir / "manager.log"
         self._serve: asyncio.subprocess.Process | None = None

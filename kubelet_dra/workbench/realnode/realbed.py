@@ -8,7 +8,6 @@ call, which is what call expectations read. The checkpoint is the kubelet's own 
 
 from __future__ import annotations
 
-import functools
 import re
 from pathlib import Path
 from typing import NoReturn
@@ -17,7 +16,7 @@ from kubelet_dra.peers.api.calls import CallRecord, CallRecorder
 from kubelet_dra.peers.errors import StateError, UsageError
 from kubelet_dra.workbench.realnode import realcdi as cdi
 from kubelet_dra.workbench.realnode.realkubelet import RealKubelet, RealKubeletOptions
-from kubelet_dra.workbench.tap import Tap, TapThread
+from kubelet_dra.workbench.tap import FaultProxy, TapThread
 from kubelet_dra.workbench.tap.mirror import GET_INFO
 from kubelet_dra.workbench.testbed import Testbed, TestbedOptions
 
@@ -39,7 +38,7 @@ class RealTestbed(Testbed):
         real.check()
         if options.registry_dir is not None:
             raise UsageError("a scenario's registryDir cannot be used with --real-kubelet", fix="leave it out")
-        super().__init__(options)
+        super().__init__(options, proxies=FaultProxy)
         kubeconfig = Path(real.kubeconfig) if real.kubeconfig else self.kubeconfig
         self.kubelet = RealKubelet(real, options.node_name, self.workdir, kubeconfig)
         self.registry_dir = self.workdir / "drivers"
@@ -66,14 +65,8 @@ class RealTestbed(Testbed):
             await self.kubelet.start_runtime()
         await self.kubelet.start(self.kube)
         if self._tap is None:
-            self._tap = TapThread(
-                functools.partial(
-                    Tap,
-                    str(self.registry_dir),
-                    str(self.kubelet.registry_dir),
-                    socket_dir=str(self.workdir / "tap"),
-                    recorder=self.recorder,
-                )
+            self._tap = TapThread.mirroring(
+                self.registry_dir, self.kubelet.registry_dir, socket_dir=self.workdir / "tap", recorder=self.recorder
             )
             await self._tap.start()
 

@@ -80,8 +80,12 @@ class Context:
         return await objects.get(self.bed.kube, "Pod", args["pod"], args.get("namespace") or DEFAULT_NAMESPACE)
 
     def sockets(self, driver_id: str) -> dict[str, Path]:
-        """The driver's registration and service socket paths, from what the node saw (or the usual names)."""
+        """The driver's registration and service socket paths, from what the node saw (or the usual names). A proxied
+        driver's are its own, behind the proxy: the proxy's mirrors follow them as a node follows a driver's."""
         name = self.driver_name(driver_id)
+        process = self.processes.get(driver_id)
+        if process is not None and process.proxy is not None:
+            return {"service": process.plugin_dir / "dra.sock", **process.proxy.driver_sockets(name)}
         found: dict[str, Path] = {"registration": self.bed.registry_dir / f"{name}-reg.sock"}
         for state in self.bed.node.registrations() if self.bed.node_running else []:
             if state.name == name:

@@ -21,7 +21,9 @@ import grpc
 
 from kubelet_dra.peers.api.calls import CALLS_KEPT, CallRecord, CallRecorder, next_request_id
 from kubelet_dra.peers.log import Logger
+from kubelet_dra.workbench.tap.faults import WireFaults
 from kubelet_dra.workbench.tap.methods import KNOWN_METHODS, decode_all
+from kubelet_dra.workbench.tap.wirecalls import WireCall
 
 UNLIMITED_MESSAGES = (("grpc.max_receive_message_length", -1), ("grpc.max_send_message_length", -1))
 """The tap never refuses a message either side would accept: message size limits stay the two ends' own."""
@@ -87,6 +89,7 @@ class Forwarder(grpc.GenericRpcHandler):
         *,
         driver: str = "",
         rewrite: Rewrite = _unchanged,
+        faults: WireFaults | None = None,
     ) -> None:
         self.upstream = upstream
         self.driver = driver
@@ -94,14 +97,21 @@ class Forwarder(grpc.GenericRpcHandler):
         self._recorder = recorder
         self._log = log
         self._rewrite = rewrite
+        self._faults = faults
+        """The wire knobs to carry out on each call (``kubelet_dra.workbench.tap.wirecalls``)."""
         self.open_calls: dict[int, OpenCall] = {}
         """The calls in progress, by request ID: records are written when a call ends, these show it before."""
 
-    def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
-        return grpc.stream_stream_rpc_method_handler(functools.partial(self._forward, handler_call_details.method))
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+        """Every method, but one the wire knobs do not serve: gRPC answers it as a server without it does."""
+        method = handler_call_details.method
+        wire = WireCall(method, self._faults, self._log.with_values(driver=self.driver)) if self._faults else None
+        if wire is not None and wire.target is None:
+            return None
+        return grpc.stream_stream_rpc_method_handler(functools.partial(self._forward, method, wire))
 
     async def _forward(
-        self, method: str, requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext
+        self, method: str, wire: WireCall | None, requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext
     ) -> AsyncIterator[bytes]:
         request_id = next_request_id()
         log = self._log.with_values(requestID=request_id, method=method, driver=self.driver)
@@ -111,28 +121,43 @@ class Forwarder(grpc.GenericRpcHandler):
         sent: deque[bytes] = deque(maxlen=CALLS_KEPT)
         received: deque[bytes] = deque(maxlen=CALLS_KEPT)
         code, details, trailing = grpc.StatusCode.OK, "", grpc.aio.Metadata()
-        options = {"timeout": context.time_remaining(), "metadata": forwarded_metadata(context.invocation_metadata())}
         shape = KNOWN_METHODS.get(method)
         streams = shape is None or shape.streaming
         call: Any = None
         answers: list[bytes] = []
         try:
             forwarded = await _read_requests(requests, sent, None if shape else HALF_CLOSE_GRACE)
-            if isinstance(forwarded, list) and len(forwarded) == 1:
-                call = self.upstream.channel.unary_stream(method)(forwarded[0], **options)
-            else:
-                whole = iter(forwarded) if isinstance(forwarded, list) else forwarded
-                call = self.upstream.channel.stream_stream(method)(whole, **options)
-            headers = await call.initial_metadata()
-            if headers:
-                await context.send_initial_metadata(headers)
-            async for data in call:
-                received.append(data)
-                open_call.messages += 1
-                if streams:
-                    yield await self._rewrite(method, data)
-            code, details, trailing = await call.code(), await call.details(), await call.trailing_metadata()
-            if not streams:  # rewritten before the record ends: the caller waits for the rewrite too
+            ending = None
+            if wire is not None:  # held, failed or changed by the wire knobs
+                forwarded, ending = await wire.before(forwarded)
+                if ending is not None:
+                    code, details = ending.code, ending.details
+                    received.extend([] if ending.answer is None else [wire.answer(ending.answer)])
+            if ending is None:
+                target = (wire.target or method) if wire else method
+                # the deadline as it is now: a call a knob held has had some of it
+                options = {
+                    "timeout": context.time_remaining(),
+                    "metadata": forwarded_metadata(context.invocation_metadata()),
+                }
+                if isinstance(forwarded, list) and len(forwarded) == 1:
+                    call = self.upstream.channel.unary_stream(target)(forwarded[0], **options)
+                else:
+                    whole = iter(forwarded) if isinstance(forwarded, list) else forwarded
+                    call = self.upstream.channel.stream_stream(target)(whole, **options)
+                headers = await call.initial_metadata()
+                if headers:
+                    await context.send_initial_metadata(headers)
+                async for data in call:
+                    received.append(wire.answer(data) if wire else data)
+                    open_call.messages += 1
+                    if streams:
+                        yield await self._rewrite(method, received[-1])
+                code, details, trailing = await call.code(), await call.details(), await call.trailing_metadata()
+            if wire is not None and (code, details) != (ended := wire.ended(code, details)):
+                (code, details), answers = ended, []
+                received.clear()  # the caller gets the injected error, not the driver's answer
+            elif not streams:  # rewritten before the record ends: the caller waits for the rewrite too
                 answers = [await self._rewrite(method, data) for data in received]
         except grpc.aio.AioRpcError as err:
             code, details, trailing = err.code(), err.details() or "", err.trailing_metadata()

@@ -11,6 +11,7 @@ its sockets: the kubelet then unregisters the driver as if the driver had gone.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 
@@ -19,12 +20,16 @@ from google.protobuf.message import DecodeError
 
 from kubelet_dra.peers.api import pluginregistration_pb2 as registration_pb2
 from kubelet_dra.peers.api.calls import CallRecorder
-from kubelet_dra.peers.api.services import REGISTRATION
+from kubelet_dra.peers.driver.files import leave_stale_socket
 from kubelet_dra.peers.log import Logger
+from kubelet_dra.workbench.tap.faults import WireFaults
 from kubelet_dra.workbench.tap.forward import Forwarder, OpenCall, Upstream
+from kubelet_dra.workbench.tap.owned import listening
 from kubelet_dra.workbench.tap.reach import ServedEndpoint, Server
+from kubelet_dra.workbench.tap.wirecalls import GET_INFO
 
-GET_INFO = REGISTRATION.method_path("GetInfo")
+LISTEN_WAIT = 0.5
+LISTEN_POLL = 0.01
 
 
 @attrs.frozen
@@ -49,17 +54,24 @@ class MirrorView:
 
 class DriverMirror:
     def __init__(
-        self, driver_socket: str, mirror_socket: str, service_socket: str, recorder: CallRecorder, log: Logger
+        self,
+        driver_socket: str,
+        mirror_socket: str,
+        service_socket: str,
+        recorder: CallRecorder,
+        log: Logger,
+        faults: WireFaults | None = None,
     ) -> None:
         """``service_socket``: the tap's socket that serves the driver's endpoint from the first GetInfo on, in a dir
         of its own per registration socket (two instances of one driver, a rolling update's, register from sockets
-        of the same name in two dirs)."""
+        of the same name in two dirs). ``faults``: the wire knobs carried out on the calls of both sockets."""
         self.driver_socket = driver_socket
         self.mirror_socket = mirror_socket
         self.service_socket = service_socket
         self._recorder = recorder
         self._log = log.with_values(socket=driver_socket)
-        self._registration = Forwarder(Upstream(driver_socket), recorder, log, rewrite=self._rewrite)
+        self._faults = faults
+        self._registration = Forwarder(Upstream(driver_socket), recorder, log, rewrite=self._rewrite, faults=faults)
         self._server = Server(mirror_socket, self._registration, self._log)
         self._service: Forwarder | None = None
         self._service_server: ServedEndpoint | None = None
@@ -82,6 +94,13 @@ class DriverMirror:
         )
 
     async def start(self) -> None:
+        """Mirror the driver's socket once it listens (``LISTEN_WAIT`` at most: a stale one is mirrored as it is).
+
+        A gRPC server in Python binds its socket before it listens: a kubelet dials until the socket listens, but a
+        call the tap forwards at once would find it refusing connections, a failure the kubelet never sees."""
+        deadline = time.monotonic() + LISTEN_WAIT
+        while not listening(self.driver_socket) and time.monotonic() < deadline:
+            await asyncio.sleep(LISTEN_POLL)
         self._since = time.time()
         try:
             await self._server.start()
@@ -98,10 +117,16 @@ class DriverMirror:
         await self._server.stop()
         await self._registration.upstream.close()
         self._log.v(2).info("Removed mirrored sockets", mirror=self.mirror_socket)
+        if self._faults is not None and self._faults.get("leave-sockets"):
+            for path in (self.mirror_socket, self.service_socket):  # as the driver's own would be after a crash
+                if not os.path.exists(path):
+                    leave_stale_socket(path)
+            self._log.info("Left the sockets behind (fault leave-sockets)", mirror=self.mirror_socket)
 
     async def _rewrite(self, method: str, data: bytes) -> bytes:
-        """GetInfo's answer with the tap's endpoint; every other answer as it is."""
-        if method != GET_INFO:
+        """GetInfo's answer with the tap's endpoint (but the one ``getinfo-endpoint`` gives); every other answer as
+        it is."""
+        if method != GET_INFO or (self._faults is not None and self._faults.get("getinfo-endpoint")):
             return data
         try:
             info = registration_pb2.PluginInfo.FromString(data)
@@ -115,7 +140,7 @@ class DriverMirror:
     async def _serve(self, driver: str, endpoint: str) -> str:
         """The tap's socket that forwards to ``endpoint``, started on the first GetInfo."""
         if self._service is None:
-            self._service = Forwarder(Upstream(endpoint), self._recorder, self._log, driver=driver)
+            self._service = Forwarder(Upstream(endpoint), self._recorder, self._log, driver=driver, faults=self._faults)
             log = self._log.with_values(driver=driver)
             self._service_server = ServedEndpoint(self.service_socket, self._service, log)
             await self._service_server.start()

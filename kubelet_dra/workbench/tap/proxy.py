@@ -21,6 +21,7 @@ from kubelet_dra.kubelet.pluginmanager.pluginwatcher.plugin_watcher import Plugi
 from kubelet_dra.peers.api.calls import CallRecorder
 from kubelet_dra.peers.errors import ConfigError
 from kubelet_dra.peers.log import Logger, get_logger
+from kubelet_dra.workbench.tap.faults import WireFaults
 from kubelet_dra.workbench.tap.forward import OpenCall
 from kubelet_dra.workbench.tap.mirror import DriverMirror, MirrorView
 from kubelet_dra.workbench.tap.owned import SocketRefused, check_length
@@ -55,12 +56,15 @@ class Tap:
         socket_dir: str | None = None,
         recorder: CallRecorder | None = None,
         log: Logger | None = None,
+        faults: WireFaults | None = None,
     ) -> None:
+        """``faults``: the wire knobs carried out on every call through the tap (``workbench.tap.faults``)."""
         self.driver_registry_dir = os.path.abspath(driver_registry_dir)
         self.registry_dir = os.path.abspath(registry_dir)
         self.socket_dir = os.path.abspath(socket_dir or default_socket_dir(registry_dir))
         self.recorder = recorder or CallRecorder()
         self._log = log or get_logger("tap")
+        self.faults = faults
         self._check_dirs()
         self._changed = asyncio.Event()
         self._desired = DesiredStateOfWorld(clock=time.time, on_change=self._changed.set)
@@ -179,4 +183,4 @@ class Tap:
         service_socket = os.path.join(self.socket_dir, relative.removesuffix(".sock"), SERVICE_SOCKET)
         check_length(mirror_socket, "--registry-dir")
         check_length(service_socket, "--socket-dir")
-        return DriverMirror(path, mirror_socket, service_socket, self.recorder, self._log)
+        return DriverMirror(path, mirror_socket, service_socket, self.recorder, self._log, self.faults)

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import threading
 from collections.abc import Callable, Coroutine
+from pathlib import Path
 from typing import Any, TypeVar
 
+from kubelet_dra.peers.api.calls import CallRecorder
+from kubelet_dra.workbench.tap.faults import WireFaults
 from kubelet_dra.workbench.tap.mirror import MirrorView
 from kubelet_dra.workbench.tap.proxy import Tap
 
@@ -30,6 +34,21 @@ class TapThread:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="tap", daemon=True)
         self._tap: Tap | None = None
+
+    @classmethod
+    def mirroring(
+        cls,
+        driver_registry_dir: Path,
+        registry_dir: Path,
+        *,
+        socket_dir: Path,
+        recorder: CallRecorder,
+        faults: WireFaults | None = None,
+    ) -> TapThread:
+        """The tap a testbed puts between its drivers' registry dir and its node's: the real kubelet's recording
+        tap, and each proxied driver's own (with ``faults``)."""
+        dirs = (str(driver_registry_dir), str(registry_dir))
+        return cls(functools.partial(Tap, *dirs, socket_dir=str(socket_dir), recorder=recorder, faults=faults))
 
     async def start(self) -> None:
         self._thread.start()
@@ -50,6 +69,14 @@ class TapThread:
             return tap.mirrors()
 
         return asyncio.run_coroutine_threadsafe(read(), self._loop).result(STOP_TIMEOUT)
+
+    async def run(self, work: Callable[[], T]) -> T:
+        """``work()`` on the tap's loop (what the tap's calls read, such as its wire knobs, changes there only)."""
+
+        async def call() -> T:
+            return work()
+
+        return await self._on_tap_loop(call())
 
     async def stop(self) -> None:
         """Stop the tap (its mirrors go: the kubelet unregisters the drivers), then its loop and thread."""

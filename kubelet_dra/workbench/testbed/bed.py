@@ -31,6 +31,7 @@ from kubelet_dra.peers.errors import StateError, UsageError
 from kubelet_dra.peers.kube.client import KubeClient
 from kubelet_dra.peers.log import get_logger
 from kubelet_dra.workbench.testbed.drivers import DriverProcess, DriverSpec, placeholder_values
+from kubelet_dra.workbench.testbed.proxied import ProxyFactory, ProxySite
 from kubelet_dra.workbench.testbed.statedir import StateDirClaim
 
 T = TypeVar("T")
@@ -64,7 +65,10 @@ class Testbed:
 
     __test__ = False  # not a pytest test class
 
-    def __init__(self, options: TestbedOptions | None = None, *, workdir: Path | None = None) -> None:
+    def __init__(
+        self, options: TestbedOptions | None = None, *, workdir: Path | None = None, proxies: ProxyFactory | None = None
+    ) -> None:
+        """``proxies``: makes the fault proxy of each ``proxied`` driver (``kubelet_dra.workbench.tap.FaultProxy``)."""
         self.options = options = options or TestbedOptions()
         given = {"registry dir": options.registry_dir, "CDI root": options.cdi_root}
         for what, path in given.items():
@@ -89,6 +93,7 @@ class Testbed:
         self._kube: KubeClient | None = None
         self._node: Node | None = None
         self._control_plane: ControlPlane | None = None
+        self._proxies = proxies
 
     # --- lifecycle ---
 
@@ -117,7 +122,7 @@ class Testbed:
     async def _close(self, *, failed: bool) -> None:
         for driver in reversed(self.drivers):
             with contextlib.suppress(Exception):
-                await driver.stop()
+                await driver.close()
         await self.stop_node()
         if self._control_plane is not None:
             await self._control_plane.__aexit__(None, None, None)
@@ -255,7 +260,20 @@ class Testbed:
         plugin_dir = self.plugins_root / key
         if spec.name:  # a kubelet host has the driver's dir under the plugins root (Kubernetes' test driver needs it)
             (self.plugins_root / spec.name).mkdir(parents=True, exist_ok=True)
-        process = DriverProcess(spec, self.placeholders(spec, plugin_dir), plugin_dir, self.workdir / f"{key}.log")
+        values = self.placeholders(spec, plugin_dir)
+        proxied = self.workdir / "proxied" / key
+        if spec.proxied:
+            if self._proxies is None:
+                raise UsageError(
+                    f"driver {spec.key} is to run behind the fault proxy, and this testbed has none",
+                    fix="give the testbed a proxy factory (proxies=kubelet_dra.workbench.tap.FaultProxy)",
+                )
+            (proxied / "registry").mkdir(parents=True, exist_ok=True)
+            values["registry_dir"] = str(proxied / "registry")
+        process = DriverProcess(spec, values, plugin_dir, self.workdir / f"{key}.log")
+        if spec.proxied and self._proxies is not None:
+            site = ProxySite(proxied / "registry", self.registry_dir, proxied / "tap", process.stop_soon)
+            process.proxy = self._proxies(site)
         self.drivers.append(process)
         return process
 

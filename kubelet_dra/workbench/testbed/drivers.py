@@ -5,7 +5,8 @@ placeholders that the testbed fills in (``{node}``, ``{kubeconfig}``, ``{registr
 ``{plugin_dir}``, ``{plugins_root}``, ``{cdi_root}``, ``{driver}``, ``{python}``). ``{plugins_root}``
 is the kubelet's plugins directory for drivers on the kubeletplugin helper, which serve
 ``<root>/<driver>/dra.sock``. The reference driver also listens on a control socket in its plugin
-dir; ``faults``/``health``/``status`` speak to it there.
+dir; ``faults``/``health``/``status`` speak to it there. A driver ``proxied`` has its wire knobs carried out by a
+proxy between it and the node (``kubelet_dra.workbench.testbed.proxied``), whatever driver it is.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from kubelet_dra.peers.driver.configfile import driver_name_problem
 from kubelet_dra.peers.driver.settings import CONTROL_SOCKET
 from kubelet_dra.peers.errors import UsageError
 from kubelet_dra.peers.log import get_logger
+from kubelet_dra.workbench.testbed.proxied import DriverProxy
 
 PLACEHOLDERS: tuple[str, ...] = (
     "node",
@@ -131,6 +133,18 @@ class DriverSpec:
     env: Mapping[str, str] = attrs.field(factory=dict)
     label: str = ""
     """A short name for the plugin dir and log file; default: the first label of the driver name."""
+    proxied: bool = False
+    """Behind the fault proxy: the driver registers in a registry dir of its own, which the proxy mirrors into the
+    node's; its fault knobs (``set_faults``) are the proxy's wire knobs."""
+    wire_faults: Mapping[str, str] = attrs.field(factory=dict)
+    """The proxy's knobs at each start of the driver (as ``--fault-*`` flags are the reference driver's)."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.wire_faults and not self.proxied:
+            raise UsageError(
+                f"wire fault knobs ({', '.join(self.wire_faults)}) for a driver that is not proxied",
+                fix="run the driver behind the fault proxy (proxied), or give the reference driver --fault-* flags",
+            )
 
     @property
     def key(self) -> str:
@@ -146,7 +160,11 @@ class DriverProcess:
         self.log_path = log_path
         self.argv = command_words(spec.command, values, where="driver command") + list(spec.extra_args)
         self.starts = 0
+        self.proxy: DriverProxy | None = None
+        """The fault proxy between this driver and the node (``spec.proxied``)."""
         self._process: asyncio.subprocess.Process | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Future[int | None] | None = None
         self._log = get_logger("testbed", driver=spec.key)
 
     @property
@@ -164,6 +182,10 @@ class DriverProcess:
     async def start(self) -> None:
         if self.running:
             return
+        self._loop = asyncio.get_running_loop()
+        if self.proxy is not None:
+            await self.proxy.start()
+            await self.proxy.reset_faults(self.spec.wire_faults)
         self.plugin_dir.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:
             log.write(f"--- start {self.starts + 1}: {shlex.join(self.argv)}\n".encode())
@@ -191,6 +213,20 @@ class DriverProcess:
         if not self.running:
             return self.returncode
         return await self._signal(signal.SIGTERM, grace)
+
+    def stop_soon(self) -> None:
+        """Stop the driver on the loop that started it, from any thread (the proxy's exit-after-registration)."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._stop_in_background)
+
+    def _stop_in_background(self) -> None:
+        self._stopping = asyncio.ensure_future(self.stop())
+
+    async def close(self) -> None:
+        """Stop the driver and its proxy: the testbed is done with it."""
+        await self.stop()
+        if self.proxy is not None:
+            await self.proxy.stop()
 
     async def kill(self) -> int | None:
         """SIGKILL: a crash, which leaves the sockets behind."""
@@ -223,19 +259,29 @@ class DriverProcess:
             return ""
         return "\n".join(text.splitlines()[-lines:])
 
-    # --- the reference driver's control socket ---
+    # --- the reference driver's control socket; the proxy's knobs for a proxied driver ---
 
     async def control(self, message: dict[str, Any]) -> dict[str, Any]:
         return await control.request(self.plugin_dir / CONTROL_SOCKET, message)
 
     async def set_faults(self, knobs: Mapping[str, str]) -> dict[str, Any]:
+        """Set fault knobs for the next calls; the knobs set now."""
+        if self.proxy is not None:
+            return await self.proxy.set_faults(knobs)
         return (await self.control({"op": "set", "knobs": dict(knobs)}))["knobs"]
 
     async def clear_faults(self, *names: str) -> dict[str, Any]:
+        """Clear the named knobs (all without names); the knobs set now."""
+        if self.proxy is not None:
+            return await self.proxy.clear_faults(*names)
         return (await self.control({"op": "clear", "knobs": list(names)}))["knobs"]
 
     async def set_health(self, devices: Mapping[str, str], message: str = "") -> dict[str, Any]:
         return (await self.control({"op": "health", "devices": dict(devices), "message": message}))["health"]
 
     async def status(self) -> dict[str, Any]:
-        return (await self.control({"op": "status"}))["status"]
+        """The reference driver's status; for a proxied driver, the knobs and held calls are the proxy's."""
+        if self.proxy is None:
+            return (await self.control({"op": "status"}))["status"]
+        own = await self.control({"op": "status"}) if (self.plugin_dir / CONTROL_SOCKET).exists() else {}
+        return {**own.get("status", {}), **await self.proxy.status()}
