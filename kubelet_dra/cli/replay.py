@@ -26,6 +26,7 @@ from kubelet_dra.workbench.scenarios.replayer import (
     parse_fault,
 )
 from kubelet_dra.workbench.scenarios.undertest import UnderTest
+from kubelet_dra.workbench.tap.faults import unsupported
 from kubelet_dra.workbench.testbed import claimshapes as shapes
 from kubelet_dra.workbench.testbed.claimshapes import device_class_file
 
@@ -129,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         )
     scenarios = [scenario.on(kubelet) for scenario in _load_all(files)]
     under_tests = _under_tests(args, scenarios)
-    faults = _faults(args.fault, scenarios)
+    faults = _faults(args.fault, scenarios, under_tests)
     real = _real_kubelet(args, scenarios)
     manager = RealManagerOptions(args.real_manager) if args.real_manager else None
     if args.check:
@@ -240,12 +241,16 @@ def _under_tests(args: argparse.Namespace, scenarios: list[Scenario]) -> list[Un
     return [attrs.evolve(found[0], device_class=device_class, claims=shapes.load(args.claim))]
 
 
-def _faults(texts: list[str], scenarios: list[Scenario]) -> dict[str, dict[str, str]]:
+def _faults(texts: list[str], scenarios: list[Scenario], under_tests: list[UnderTest]) -> dict[str, dict[str, str]]:
+    """``--fault ID:KNOB=VALUE``s; a driver under test takes only what the tap carries out on the wire."""
     faults: dict[str, dict[str, str]] = {}
+    played = {under_test.driver_id for under_test in under_tests}
     for text in texts:
         driver_id, knob, value = parse_fault(text)
         if not any(driver.id == driver_id for scenario in scenarios for driver in scenario.drivers):
             raise UsageError(f"--fault {text}: no scenario has a driver with id {driver_id!r}", fix="use a driver id")
+        if driver_id in played and (why := unsupported(knob, value)):
+            raise UsageError(f"--fault {text}: {why}", fix="use a wire knob (docs/tap.md#faults-on-the-wire)")
         faults.setdefault(driver_id, {})[knob] = value
     for scenario in scenarios:
         check_faults(scenario, present_faults(faults, scenario))

@@ -20,8 +20,10 @@ from typing import Any
 
 import attrs
 
+from kubelet_dra.peers.driver.knobs import written
 from kubelet_dra.workbench.scenarios.model import Condition, DriverDef, Scenario, Step
 from kubelet_dra.workbench.scenarios.undertest import DriverFacts, UnderTest, probe
+from kubelet_dra.workbench.tap.faults import unsupported
 from kubelet_dra.workbench.testbed.claimshapes import device_requests
 
 REAL_DRIVER_WAIT = 60.0
@@ -36,7 +38,6 @@ KEPT_DEADLINES: dict[str, Callable[[Mapping[str, Any]], bool]] = {
 """Expectations on what the kubelet does in its own time (a wipe armed or done, a registration refused, its
 diagnosis) keep the file's deadline for any driver; every other one waits on the driver's work too (its
 registration, slices, prepare and unprepare) and may stretch to ``REAL_DRIVER_WAIT``, unless it must hold."""
-LEGACY_VERSIONS = ("v1alpha4", "1.0.0")
 CLAIM_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 
 
@@ -74,7 +75,7 @@ def carry_over(scenario: Scenario, under_test: UnderTest, facts: DriverFacts) ->
         command=under_test.command,
         reference=None,
         external=False,
-        faults=dict(driver.reference.faults) if driver.reference else dict(driver.faults),
+        faults={knob: written(value) for knob, value in _start_knobs(driver).items()},
     )
     drivers = tuple(carried if d.id == driver.id else d for d in scenario.drivers)
     return Carried(attrs.evolve(scenario, drivers=drivers, objects=tuple(objects), steps=steps))
@@ -87,10 +88,11 @@ def _unmet_need(scenario: Scenario, driver: DriverDef, under_test: UnderTest, fa
         return "device health set by hand (a step only the reference driver's control socket carries out)"
     if reference is not None and reference.health and not facts.health:
         return f"device health (a health service); {facts.name} serves none"
-    if reference is not None and reference.versions in LEGACY_VERSIONS:
-        return f"the legacy DRA service {reference.versions}, which no proxy translates to {facts.name}'s"
     if any(other.name == driver.name and other.id != driver.id for other in scenario.drivers):
         return f"a second instance of {driver.name} (a rolling update); --driver runs one"
+    for knob, value in _knobs(scenario, driver).items():
+        if why := unsupported(knob, value, facts.info):
+            return f"its fault knob {knob}={value} on the wire, which the tap cannot carry out: {why}"
     claims = _driver_claims(scenario, driver.name)
     if under_test.claims and _all_devices(under_test) and len(claims) > 1:
         return (
@@ -107,6 +109,23 @@ def _unmet_need(scenario: Scenario, driver: DriverDef, under_test: UnderTest, fa
     if len(wanted) > len(facts.devices):
         return f"{len(wanted)} devices of the driver; {facts.name} published {len(facts.devices)}"
     return ""
+
+
+def _start_knobs(driver: DriverDef) -> dict[str, Any]:
+    """The knobs the driver starts with: the reference driver's ``faults`` and ``versions``, a command's ``faults``."""
+    if driver.reference is None:
+        return dict(driver.faults)
+    versions = {"versions": driver.reference.versions} if driver.reference.versions is not None else {}
+    return {**driver.reference.faults, **versions}
+
+
+def _knobs(scenario: Scenario, driver: DriverDef) -> dict[str, Any]:
+    """Every fault knob the file gives the driver: at its start (``versions`` too) and in its ``fault`` steps."""
+    knobs = _start_knobs(driver)
+    for step in scenario.steps:
+        if step.action == "fault" and step.args["driver"] == driver.id:
+            knobs |= dict(step.args.get("set") or {})
+    return knobs
 
 
 def _all_devices(under_test: UnderTest) -> bool:

@@ -29,6 +29,7 @@ from kubelet_dra.workbench.scenarios.expectations import Verdict, evaluate
 from kubelet_dra.workbench.scenarios.model import Condition, Scenario, Step
 from kubelet_dra.workbench.scenarios.stage import Context
 from kubelet_dra.workbench.scenarios.steps import ACTIONS
+from kubelet_dra.workbench.tap import FaultProxy
 from kubelet_dra.workbench.testbed import Testbed, TestbedOptions, objects
 
 ACTION = "action"
@@ -148,7 +149,7 @@ async def replay(scenario: Scenario, options: ReplayOptions | None = None) -> Sc
     note = ""
     bed: Testbed
     if options.real_kubelet is None:
-        bed = Testbed(bed_options)
+        bed = Testbed(bed_options, proxies=FaultProxy)
     else:
         manager = options.real_manager if realkubelet.by_hand(scenario) else None
         realkubelet.check(scenario, options.real_kubelet.release(), manager=manager is not None)

@@ -22,10 +22,19 @@ HIDDEN_PREFIX = ".removed-"
 """A removed socket is kept as a hidden hard link (the watcher ignores dot files) so it can be restored."""
 
 
-def driver_spec(driver: DriverDef, faults: Mapping[str, str]) -> DriverSpec:
-    """How the testbed starts ``driver``; ``faults`` override the reference driver's knobs from the file."""
+def driver_spec(driver: DriverDef, faults: Mapping[str, str], *, faulted: bool = False) -> DriverSpec:
+    """How the testbed starts ``driver``; ``faults`` override the knobs from the file. A driver of a command runs
+    behind the fault proxy when it has knobs or a step sets some (``faulted``); without, nothing comes between."""
     if driver.command is not None:
-        return DriverSpec(driver.name, command=driver.command, env=driver.env, label=driver.id)
+        knobs = {**driver.faults, **faults}
+        return DriverSpec(
+            driver.name,
+            command=driver.command,
+            env=driver.env,
+            label=driver.id,
+            proxied=bool(knobs) or faulted,
+            wire_faults=knobs,
+        )
     reference = driver.reference
     assert reference is not None, "external drivers are not started"
     args: list[str] = []
@@ -45,6 +54,15 @@ def driver_spec(driver: DriverDef, faults: Mapping[str, str]) -> DriverSpec:
     return DriverSpec(driver.name, extra_args=(*args, *reference.args), env=driver.env, label=driver.id)
 
 
+def faulted(scenario: Scenario, driver_id: str) -> bool:
+    """Whether a step sets the driver's knobs, or an expectation reads the calls they hold."""
+    steps = [step for step in scenario.steps if step.action == "fault" and step.args["driver"] == driver_id]
+    held = [
+        c for step in scenario.steps for c in step.conditions if c.kind == "blocked" and c.args["driver"] == driver_id
+    ]
+    return bool(steps or held)
+
+
 class Context:
     """The running scenario: ``bed``, driver processes by id, and the lookups steps and checks share."""
 
@@ -55,7 +73,8 @@ class Context:
         self._removed: dict[tuple[str, str], Path] = {}
         for driver in scenario.drivers:
             if not driver.external:
-                self.processes[driver.id] = bed.driver_process(driver_spec(driver, faults.get(driver.id, {})))
+                spec = driver_spec(driver, faults.get(driver.id, {}), faulted=faulted(scenario, driver.id))
+                self.processes[driver.id] = bed.driver_process(spec)
 
     @property
     def real(self) -> RealTestbed | ManagerTestbed | None:

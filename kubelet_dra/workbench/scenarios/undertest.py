@@ -66,6 +66,8 @@ class DriverFacts:
     """How many ResourceSlices it published for its node."""
     health: bool
     """It serves a device health service (NodeWatchResources answers anything but UNIMPLEMENTED)."""
+    info: Mapping[str, Any] = attrs.field(factory=dict)
+    """Its GetInfo answer (JSON, the ``.proto`` field names): the services it advertises."""
 
     def pool_on(self, node: str, pool: str) -> str:
         """The pool name the driver would use on ``node``: pools named after the probe's node follow the node."""
@@ -101,6 +103,8 @@ async def probe(under_test: UnderTest) -> DriverFacts:
         published = await _settled(bed, name, published)
         instance = next(i for i in bed.node.instances(name) if i.connected)
         health = await _serves_health(instance.endpoint)
+        answers = [call.response for call in bed.calls(method="GetInfo") if call.status == "OK" and call.response]
+    info = next((answer for answer in reversed(answers) if answer.get("name") == name), {})
     listed = [
         (item["spec"]["pool"]["name"], device) for item in published for device in item["spec"].get("devices") or []
     ]
@@ -111,6 +115,7 @@ async def probe(under_test: UnderTest) -> DriverFacts:
         shareable=tuple((pool, device["name"]) for pool, device in listed if device.get("allowMultipleAllocations")),
         slices=len(published),
         health=health,
+        info=info,
     )
     log.v(1).info("Driver under test", name=name, devices=len(facts.devices), slices=facts.slices, health=health)
     return facts

@@ -91,7 +91,7 @@ def test_a_device_class_and_a_claim_given_replace_the_file_s(tmp_path: Path):
     [
         ("health-healthy-unhealthy-healthy.yaml", "needs device health set by hand"),
         ("health-unknown-when-plugin-stops.yaml", "needs device health (a health service); gpu.acme.dev serves none"),
-        ("legacy-v1alpha4-driver.yaml", "needs the legacy DRA service v1alpha4"),
+        ("legacy-v1alpha4-driver.yaml", "needs its fault knob versions=v1alpha4 on the wire"),
         ("share-ids.yaml", "needs a device shared by capacity (allowMultipleAllocations, share IDs)"),
     ],
 )
