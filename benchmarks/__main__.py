@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 HERE = Path(__file__).resolve().parent
+REDUCED_REPLAY = "pod-lifecycle,prepare-fails-then-succeeds,slices-kept-when-plugin-restarts-in-time,apiserver-restart"
 SUITE: dict[str, tuple[str, dict[str, list[str]]]] = {
     # name: (script, arguments per size); smoke: the least that still produces every figure, for CI
     "manager": (
@@ -46,9 +47,19 @@ SUITE: dict[str, tuple[str, dict[str, list[str]]]] = {
     ),
     "tap": ("tap_bench.py", {"smoke": ["--calls", "10"], "reduced": ["--calls", "300"], "full": ["--calls", "2000"]}),
     "path": ("pod_path.py", {"smoke": ["--pods", "1"], "reduced": ["--pods", "5"], "full": ["--pods", "20"]}),
+    "replay": (
+        "replay_drivers.py",
+        {
+            "smoke": ["--drivers", "reference,example", "--smoke"],
+            "reduced": ["--drivers", "reference,example", "--files", REDUCED_REPLAY],
+            "full": ["--drivers", "reference,example,nvidia,test-driver"],
+        },
+    ),
 }
 NEEDS_REAL_KUBELET = {"path"}
 """Run by default only where the real kubelet can run (the interop programs, root)."""
+NEEDS_INTEROP = {"replay"}
+"""Run by default only where the interop tier's real drivers are."""
 
 
 def default_suite() -> str:
@@ -57,7 +68,8 @@ def default_suite() -> str:
 
     interop = realk8s()
     usable = interop is not None and interop.real_kubelet_missing() is None
-    return ",".join(name for name in SUITE if usable or name not in NEEDS_REAL_KUBELET)
+    needs = {name for name in NEEDS_REAL_KUBELET if not usable} | (NEEDS_INTEROP if interop is None else set())
+    return ",".join(name for name in SUITE if name not in needs)
 
 
 def run(name: str, size: str) -> dict[str, Any]:

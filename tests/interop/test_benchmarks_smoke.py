@@ -42,3 +42,15 @@ def test_the_many_nodes_benchmark_runs_on_the_real_control_plane(interop_bin: Pa
             "nodes Ready during the pods, 2 nodes, real API server",
         ],
     ), [figure["name"] for figure in found]
+
+
+def test_the_replay_benchmark_runs_the_library_with_a_real_driver(interop_bin: Path) -> None:
+    found = figures("benchmarks/replay_drivers.py", "--drivers", "reference,example", "--smoke")
+    assert not missing(
+        found,
+        [
+            "library with example: held / skipped / failed",
+            "library with example: wall time",
+            "library with reference: wall time",
+        ],
+    ), [figure["name"] for figure in found]

@@ -18,12 +18,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from kubelet_dra.peers.api.calls import CallRecorder
+from kubelet_dra.peers.log import get_logger
 from kubelet_dra.workbench.tap.faults import WireFaults
 from kubelet_dra.workbench.tap.mirror import MirrorView
 from kubelet_dra.workbench.tap.proxy import Tap
 
 T = TypeVar("T")
 STOP_TIMEOUT = 30.0
+TAP_STOP_TIMEOUT = 10.0
+"""How long the tap's own stop may take (its mirrors' servers let calls in flight end within a second) before
+its loop is stopped under whatever still waits, which the log names."""
+_log = get_logger("tap")
 
 
 class TapThread:
@@ -82,7 +87,11 @@ class TapThread:
         """Stop the tap (its mirrors go: the kubelet unregisters the drivers), then its loop and thread."""
         if self._tap is not None:
             tap, self._tap = self._tap, None
-            await self._on_tap_loop(tap.stop())
+            try:
+                await asyncio.wait_for(self._on_tap_loop(tap.stop()), TAP_STOP_TIMEOUT)
+            except TimeoutError:
+                pending = await self._on_tap_loop(_pending())
+                _log.error("The tap did not stop in time; its loop is stopped under it", pending=pending)
         if self._thread.is_alive():
             self._loop.call_soon_threadsafe(self._loop.stop)
             await asyncio.to_thread(self._thread.join, STOP_TIMEOUT)
@@ -92,3 +101,9 @@ class TapThread:
     async def _on_tap_loop(self, work: Coroutine[Any, Any, T]) -> T:
         future: concurrent.futures.Future[T] = asyncio.run_coroutine_threadsafe(work, self._loop)
         return await asyncio.wrap_future(future)
+
+
+async def _pending() -> list[str]:
+    """Where each task of the running loop but this one waits, innermost frame last: for a stop that hung."""
+    tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    return [" > ".join(frame.f_code.co_qualname for frame in task.get_stack()) or repr(task) for task in tasks]
