@@ -324,7 +324,7 @@ def _none_played(scenario: Scenario, under_tests: Sequence[UnderTest]) -> str:
     ids = {under_test.driver_id for under_test in under_tests}
     if not under_tests or ids & {driver.id for driver in scenario.drivers}:
         return ""
+    drivers = ", ".join(driver.id for driver in scenario.drivers)
     return (
-        f"a driver {' or '.join(sorted(ids))} to play; its drivers are {', '.join(d.id for d in scenario.drivers)}"
-        " (--driver ID=COMMAND plays the file's driver ID)"
+        f"needs a driver {' or '.join(sorted(ids))} to play; its drivers are {drivers} (--driver ID=COMMAND plays ID)"
     )

@@ -27,6 +27,8 @@ from kubelet_dra.workbench.tap.mirror import DriverMirror, MirrorView
 from kubelet_dra.workbench.tap.owned import SocketRefused, check_length
 
 TAP_SOCKET_DIR = "kubelet-dra-tap"
+CANCEL_AGAIN = 0.1
+"""How long a stop waits for the mirroring task to end before it cancels it again."""
 SERVICE_SOCKET = "dra.sock"
 """The name of the tap's socket for one driver's endpoint, in a dir of its own under the socket dir."""
 
@@ -126,9 +128,10 @@ class Tap:
         """Stop watching and remove every mirrored socket still the tap's (the kubelet unregisters the drivers)."""
         await self._watcher.stop()
         if self._task is not None:
-            self._task.cancel()
-            await asyncio.wait([self._task])
-            self._task = None
+            task, self._task = self._task, None
+            while not task.done():  # a cancel that lands in a gRPC server's stop is swallowed there: cancel again
+                task.cancel()
+                await asyncio.wait([task], timeout=CANCEL_AGAIN)
         for path in list(self._mirrors):
             await self._mirrors.pop(path)[1].stop()
 
