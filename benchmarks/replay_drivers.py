@@ -1,8 +1,8 @@
 """The scenario library replayed with each real driver: what held, what was skipped and why, and how long it took.
 
-Each driver replays the files one after another (``kubelet-dra replay --driver gpu=COMMAND FILES --output
-json``), the reference driver too, for the time each takes against the reference driver's (target: at most
-twice). The results file is what docs/replay.md's table of files by driver is generated from::
+Each driver replays the files as a driver's CI would (``kubelet-dra replay --jobs N --driver gpu=COMMAND FILES
+--output json``), the reference driver too, the same way, for the time each takes against the reference driver's
+(target: at most twice). The results file is what docs/replay.md's table of files by driver is generated from::
 
     python benchmarks/replay_drivers.py --results benchmarks/results/replay_drivers.json
     python benchmarks/replay_drivers.py --markdown benchmarks/results/replay_drivers.json   # the docs table
@@ -61,9 +61,11 @@ def driver_args(name: str) -> list[str]:
     return commands[name]()
 
 
-def replay(name: str, files: Sequence[Path]) -> dict[str, Any]:
+def replay(name: str, files: Sequence[Path], jobs: int) -> dict[str, Any]:
     """One driver through ``files``: each file's result, why it was skipped, its time; the whole run's time."""
-    command = [sys.executable, "-m", "kubelet_dra", "replay", *driver_args(name), *map(str, files), "--output", "json"]
+    jobs_args = ["--jobs", str(jobs)]
+    command = [sys.executable, "-m", "kubelet_dra", "replay", *jobs_args, *driver_args(name), *map(str, files)]
+    command += ["--output", "json"]
     started = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     seconds = time.monotonic() - started
@@ -148,6 +150,7 @@ def main() -> int:
     parser.add_argument("--drivers", default=",".join(DRIVERS), help=f"comma-separated, of {', '.join(DRIVERS)}")
     parser.add_argument("--files", help="comma-separated library file names (default: the whole library)")
     parser.add_argument("--smoke", action="store_true", help=f"only {', '.join(SMOKE_FILES)}")
+    parser.add_argument("--jobs", type=int, default=3, help="files at once, for every driver alike (default 3)")
     parser.add_argument("--results", type=Path, help="write the results file here")
     parser.add_argument("--markdown", type=Path, metavar="RESULTS", help="print docs/replay.md's table of RESULTS")
     parser.add_argument("--output", choices=("text", "json"), default="text")
@@ -157,12 +160,13 @@ def main() -> int:
         return 0
     names = args.files.split(",") if args.files else SMOKE_FILES if args.smoke else None
     files = [LIBRARY / f"{name}.yaml" for name in names] if names else sorted(LIBRARY.glob("*.yaml"))
-    runs = {name: replay(name, files) for name in args.drivers.split(",")}
+    runs = {name: replay(name, files, args.jobs) for name in args.drivers.split(",")}
     results = {
         "command": " ".join(["python benchmarks/replay_drivers.py", *sys.argv[1:]]),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores, load {load()}",
         "python": platform.python_version(),
+        "jobs": args.jobs,
         "drivers": runs,
     }
     if args.results:

@@ -86,7 +86,9 @@ def _unmet_need(scenario: Scenario, driver: DriverDef, under_test: UnderTest, fa
     reference = driver.reference
     if any(step.action == "health" and step.args.get("driver") == driver.id for step in scenario.steps):
         return "device health set by hand (a step only the reference driver's control socket carries out)"
-    if reference is not None and reference.health and not facts.health:
+    if reference is not None and reference.health and facts.health != "reports":
+        if facts.health == "silent":
+            return f"device health reports; {facts.name}'s health stream named no device within a second of opening"
         return f"device health (a health service); {facts.name} serves none"
     if any(other.name == driver.name and other.id != driver.id for other in scenario.drivers):
         return f"a second instance of {driver.name} (a rolling update); --driver runs one"

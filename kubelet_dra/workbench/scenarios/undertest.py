@@ -64,8 +64,9 @@ class DriverFacts:
     """Those of ``devices`` that allow multiple allocations (shares of their capacity, each with a share ID)."""
     slices: int
     """How many ResourceSlices it published for its node."""
-    health: bool
-    """It serves a device health service (NodeWatchResources answers anything but UNIMPLEMENTED)."""
+    health: str
+    """Its device health: ``reports`` (its health stream sends devices' health at once), ``silent`` (the stream
+    stays open and names no device within ``HEALTH_PROBE_TIMEOUT``) or ``none`` (UNIMPLEMENTED)."""
     info: Mapping[str, Any] = attrs.field(factory=dict)
     """Its GetInfo answer (JSON, the ``.proto`` field names): the services it advertises."""
 
@@ -102,7 +103,7 @@ async def probe(under_test: UnderTest) -> DriverFacts:
             raise DriverStartError(str(err), fix=fix, details=process.log_tail()) from err
         published = await _settled(bed, name, published)
         instance = next(i for i in bed.node.instances(name) if i.connected)
-        health = await _serves_health(instance.endpoint)
+        health = await _health(instance.endpoint)
         answers = [call.response for call in bed.calls(method="GetInfo") if call.status == "OK" and call.response]
     info = next((answer for answer in reversed(answers) if answer.get("name") == name), {})
     listed = [
@@ -136,9 +137,10 @@ async def _settled(bed: Testbed, driver: str, published: list[dict[str, Any]]) -
         published = now
 
 
-async def _serves_health(endpoint: str) -> bool:
-    """Whether the driver's endpoint serves a health service: a stream that stays open or answers is one,
-    UNIMPLEMENTED is none. A direct call to the driver: the node under test never sees it."""
+async def _health(endpoint: str) -> str:
+    """How the driver's endpoint serves device health (``DriverFacts.health``), from a stream of each health
+    service opened for ``HEALTH_PROBE_TIMEOUT``: a direct call to the driver, which the node under test never sees."""
+    found = "none"
     async with grpc.aio.insecure_channel(f"unix:{endpoint}") as channel:
         for service in HEALTH_SERVICES.values():
             request = service.message_class("NodeWatchResourcesRequest")()
@@ -148,9 +150,10 @@ async def _serves_health(endpoint: str) -> bool:
                 response_deserializer=service.message_class("NodeWatchResourcesResponse").FromString,
             )(request, timeout=HEALTH_PROBE_TIMEOUT)
             try:
-                async for _ in call:
-                    return True
+                async for message in call:
+                    if message.devices:
+                        return "reports"
             except grpc.aio.AioRpcError as err:
                 if err.code() is not grpc.StatusCode.UNIMPLEMENTED:
-                    return True
-    return False
+                    found = "silent"
+    return found

@@ -62,3 +62,10 @@ def test_the_driver_under_test_that_never_registers_is_one_line_and_exit_1():
     done = replay("--driver", "gpu=sh -c 'echo no sockets here; exit 3'", str(LIBRARY / "pod-lifecycle.yaml"))
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert "exited (code 3) before it registered" in done.stderr and "no sockets here" in done.stderr
+
+
+def test_a_driver_that_reports_device_health_holds_the_health_files():
+    health = ACME + " --health --health-interval 0.5"
+    done = replay("--driver", health, str(LIBRARY / "health-unknown-when-plugin-stops.yaml"), "--output", "json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _report(done.stdout)["health-unknown-when-plugin-stops"]["result"] == "passed"

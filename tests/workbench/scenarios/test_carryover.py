@@ -23,7 +23,7 @@ ACME = DriverFacts(
     devices=(("node-1", "gpu-0"), ("node-1", "gpu-1"), ("node-1", "gpu-2")),
     shareable=(),
     slices=2,
-    health=False,
+    health="none",
 )
 DRIVER = UnderTest("gpu", "./acme-driver --node {node}")
 
