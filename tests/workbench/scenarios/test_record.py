@@ -15,9 +15,11 @@ import yaml
 from helpers import KubeletDRAProcess, eventually
 
 from kubelet_dra.peers.kube.client import KubeClient
+from kubelet_dra.workbench.scenarios.carryover import carry_all
 from kubelet_dra.workbench.scenarios.loader import load
 from kubelet_dra.workbench.scenarios.replayer import replay
 from kubelet_dra.workbench.scenarios.replayreport import failures
+from kubelet_dra.workbench.scenarios.undertest import UnderTest
 from kubelet_dra.workbench.testbed import manifests, objects
 
 GPU = "gpu.example.com"
@@ -27,6 +29,13 @@ NODE = "rec-node"
 async def phase(kube: KubeClient, name: str) -> str | None:
     pod: dict[str, Any] | None = await objects.get(kube, "Pod", name)
     return None if pod is None else (pod.get("status") or {}).get("phase", "Pending")
+
+
+ANOTHER_DRIVER = (
+    "{python} -m kubelet_dra driver --driver-name gpu.acme.dev --node-name {node} --kubeconfig {kubeconfig}"
+    " --registry-dir {registry_dir} --plugin-dir {plugin_dir} --cdi-root {cdi_root} --devices 2"
+)
+"""A driver of another name than the recorded one."""
 
 
 async def test_a_recorded_node_replays_to_the_same_expectations(short_dir: Path):
@@ -88,6 +97,12 @@ async def test_a_recorded_node_replays_to_the_same_expectations(short_dir: Path)
     result = await replay(load(recorded))
     assert result.passed, failures(result)
     assert len([step for step in result.results if step.kind == "expectation"]) == len(expectations)
+
+    another = UnderTest("gpu", ANOTHER_DRIVER)  # a recording replays with any driver, as --driver gives it
+    (carried,) = await carry_all([load(recorded)], [another])
+    assert carried.scenario.driver("gpu").name == "gpu.acme.dev"
+    result = await replay(carried.scenario)
+    assert result.passed, failures(result)
 
 
 def _listed(value: Any) -> list[Any]:
