@@ -33,7 +33,15 @@ DRIVERS: dict[str, str] = {
     "example": "the DRA example driver (gpu.example.com)",
     "nvidia": "NVIDIA's GPU driver on mock GPUs (gpu.nvidia.com)",
     "test-driver": "Kubernetes' DRA test driver (test-driver.cdi.k8s.io)",
+    "all-devices": "a driver that takes only claims for all its devices (the reference driver's policy, gpu.acme.dev)",
 }
+ALL_DEVICES_DRIVER = (
+    "gpu={python} -m kubelet_dra driver --driver-name gpu.acme.dev --node-name {node} --kubeconfig {kubeconfig}"
+    " --registry-dir {registry_dir} --plugin-dir {plugin_dir} --cdi-root {cdi_root} --devices 2"
+    " --fault-require-all-devices true"
+)
+ALL_DEVICES_CLAIM = "benchmarks/claims/all-devices.yaml"
+"""As the docs show it: the replays run in the repository."""
 SMOKE_FILES = ("pod-lifecycle", "health-unknown-when-plugin-stops")
 RESULT_WORDS = {"passed": "held", "skipped": "skipped", "failed": "failed"}
 
@@ -42,6 +50,8 @@ def driver_args(name: str) -> list[str]:
     """``replay``'s arguments that make ``name`` play the library's driver ``gpu``."""
     if name == "reference":
         return []
+    if name == "all-devices":
+        return ["--driver", ALL_DEVICES_DRIVER, "--claim", ALL_DEVICES_CLAIM]
     interop = realk8s()
     if interop is None:
         raise SystemExit(f"{name}: the interop tier's programs are absent (tests/realk8s.py says where they go)")
@@ -67,7 +77,7 @@ def replay(name: str, files: Sequence[Path], jobs: int) -> dict[str, Any]:
     command = [sys.executable, "-m", "kubelet_dra", "replay", *jobs_args, *driver_args(name), *map(str, files)]
     command += ["--output", "json"]
     started = time.monotonic()
-    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=REPO)
     seconds = time.monotonic() - started
     if done.returncode not in (0, 1) or not done.stdout.strip():
         raise SystemExit(f"{name}: replay exited {done.returncode}: {done.stderr.strip()[-2000:]}")

@@ -98,8 +98,8 @@ def _unmet_need(scenario: Scenario, driver: DriverDef, under_test: UnderTest, fa
     claims = _driver_claims(scenario, driver.name)
     if under_test.claims and _all_devices(under_test) and len(claims) > 1:
         return (
-            f"{len(claims)} claims of the driver at once ({', '.join(claims)}); the claim of"
-            f" {under_test.claims.describe()} takes all its devices"
+            f"{len(claims)} claims of the driver at once ({', '.join(claims)}); {under_test.claims.describe()}"
+            " asks for all its devices"
         )
     wanted = _hand_allocated(scenario, driver.name)
     if _shared(scenario, driver.name) and not facts.shareable:
