@@ -4,10 +4,13 @@ nodes with their pods placed by the real scheduler."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from benchsmoke import figures, missing
+from benchsmoke import REPO, figures, missing
 from realk8s import real_kubelet_missing
 
 
@@ -54,3 +57,19 @@ def test_the_replay_benchmark_runs_the_library_with_a_real_driver(interop_bin: P
             "library with reference: wall time",
         ],
     ), [figure["name"] for figure in found]
+
+
+def test_the_conformance_benchmark_measures_a_real_driver(interop_bin: Path, tmp_path: Path) -> None:
+    results = tmp_path / "conformance.json"
+    done = subprocess.run(
+        [sys.executable, "benchmarks/conformance_drivers.py", "--rows", "example-gpu", "--results", str(results)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    row = json.loads(results.read_text())["rows"]["example-gpu"]
+    assert row["exit_code"] == 0 and row["counts"]["passed"] > 0 and not row["failed"], row
+    assert "| example driver, `gpu` |" in done.stdout, "it prints the docs' table"
