@@ -7,8 +7,10 @@ of the script's runs.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
+import platform
 import statistics
 import sys
 from collections.abc import Sequence
@@ -54,6 +56,16 @@ class Figure:
 def load() -> str:
     """The 1/5/15-minute load averages: figures on a shared machine mean little without them."""
     return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def provenance(script: str) -> dict[str, str]:
+    """What a results file says of how it was made: the command, when, on what machine, which Python."""
+    return {
+        "command": " ".join([f"python benchmarks/{script}", *sys.argv[1:]]),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores, load {load()}",
+        "python": platform.python_version(),
+    }
 
 
 def peak_rss_mb(pid: int | str = "self") -> float:

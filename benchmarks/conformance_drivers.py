@@ -12,10 +12,7 @@ The real drivers come from the interop tier's programs (tests/realk8s.py); NVIDI
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -23,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import REPO, load, realk8s
+from common import REPO, provenance, realk8s
 
 ALL_DEVICES_CLAIM = "benchmarks/claims/all-devices.yaml"
 NVIDIA_CLAIM = "tests/interop/claims/nvidia-two-a100.yaml"
@@ -103,10 +100,7 @@ def main() -> int:
         return 0
     rows = {row: run(row) for row in args.rows.split(",")}
     results = {
-        "command": " ".join(["python benchmarks/conformance_drivers.py", *sys.argv[1:]]),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores, load {load()}",
-        "python": platform.python_version(),
+        **provenance("conformance_drivers.py"),
         "releases": RELEASES,
         "rows": rows,
     }

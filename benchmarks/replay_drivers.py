@@ -13,10 +13,7 @@ The real drivers come from the interop tier's programs (tests/realk8s.py); NVIDI
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
-import platform
 import subprocess
 import sys
 import time
@@ -24,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from common import REPO, Figure, load, realk8s, write_json
+from common import REPO, Figure, provenance, realk8s, write_json
 
 LIBRARY = REPO / "scenarios"
 RATIO_TARGET = 2.0
@@ -172,10 +169,7 @@ def main() -> int:
     files = [LIBRARY / f"{name}.yaml" for name in names] if names else sorted(LIBRARY.glob("*.yaml"))
     runs = {name: replay(name, files, args.jobs) for name in args.drivers.split(",")}
     results = {
-        "command": " ".join(["python benchmarks/replay_drivers.py", *sys.argv[1:]]),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores, load {load()}",
-        "python": platform.python_version(),
+        **provenance("replay_drivers.py"),
         "jobs": args.jobs,
         "drivers": runs,
     }
