@@ -62,14 +62,15 @@ def test_usage_errors_exit_2_with_one_line(args: tuple[str, ...], message: str, 
     assert "Traceback" not in err
 
 
-def test_the_reference_driver_that_ships_with_kubelet_dra_is_a_driver_under_test_with_its_flags():
+def test_the_reference_driver_that_ships_with_kubelet_dra_is_a_driver_under_test_with_its_flags(tmp_path: Path):
     """Nothing to install: the suite against the bundled driver, here with four devices and a fault it must catch."""
     result = conformance("--reference-driver", "--devices 4", "--focus", "^(REG-002|PRE-001)$", "--output", "json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert {check["id"]: check["result"] for check in report["checks"]} == {"REG-002": "passed", "PRE-001": "passed"}
     assert report["capabilities"]["driver_name"] == "gpu.example.com" and report["capabilities"]["reference"]
-    broken = conformance("--reference-driver", "--fault-prepare-error boom", "--focus", "^CLM-001$")
+    junit = str(tmp_path / "c.xml")  # the run's outputs, and the claim it suggests beside them
+    broken = conformance("--reference-driver", "--fault-prepare-error boom", "--focus", "^CLM-001$", "--junit", junit)
     assert broken.returncode == 1, broken.stdout + broken.stderr
     assert "✗ CLM-001" in broken.stdout and "boom" in broken.stdout
 
