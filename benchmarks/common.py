@@ -12,6 +12,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -87,6 +88,12 @@ def spread(values: Sequence[float], unit: str = "ms", scale: float = 1e3) -> str
 def write_json(document: dict[str, Any], figures: Sequence[Figure]) -> None:
     json.dump({**document, "load": load(), "figures": [attrs.asdict(f) for f in figures]}, sys.stdout, indent=2)
     sys.stdout.write("\n")
+
+
+def interop_bin(interop: ModuleType) -> Path:
+    """The directory the interop tier's programs are unpacked into (``unpack`` prints it last)."""
+    unpack = interop.INTEROP_DIR / "unpack"
+    return Path(subprocess.run([str(unpack)], capture_output=True, text=True, check=True).stdout.split()[-1])
 
 
 def realk8s() -> ModuleType | None:

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import REPO, provenance, realk8s
+from common import REPO, interop_bin, provenance, realk8s
 
 ALL_DEVICES_CLAIM = "benchmarks/claims/all-devices.yaml"
 NVIDIA_CLAIM = "tests/interop/claims/nvidia-two-a100.yaml"
@@ -46,8 +46,7 @@ def arguments(row: str) -> list[str]:
     interop = realk8s()
     if interop is None:
         raise SystemExit(f"{row}: the interop tier's programs are absent (tests/realk8s.py says where they go)")
-    unpacked = subprocess.run([str(interop.INTEROP_DIR / "unpack")], capture_output=True, text=True, check=True)
-    bin_dir = Path(unpacked.stdout.split()[-1])
+    bin_dir = interop_bin(interop)
     if row.startswith("example"):
         profile, extra = ("gpu", "--gpu-partitions 2") if row == "example-partitions" else (row.split("-")[1], "")
         return ["--driver-cmd", interop.example_driver_cmd(bin_dir, profile, extra)]

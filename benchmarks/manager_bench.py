@@ -28,7 +28,6 @@ import argparse
 import asyncio
 import contextlib
 import shutil
-import subprocess
 import tempfile
 import time
 import uuid
@@ -39,7 +38,7 @@ from typing import Any
 import attrs
 import grpc
 from breakdown import Breakdown, recorded_calls, table, traced_calls
-from common import load, realk8s, write_json
+from common import interop_bin, load, realk8s, write_json
 from manager_results import CONCURRENCY, REAL_KUBELET, Result, Samples, figures, report, summarize
 from real_manager import RealManager, timings
 from rich.console import Console
@@ -76,8 +75,7 @@ def drivers(names: Sequence[str], interop: Any) -> list[Driver]:
         )
     }
     if interop is not None:
-        bin_dir = Path(interop.INTEROP_DIR / "unpack")
-        command = interop.example_driver_cmd(_unpacked(bin_dir), "gpu", f"--num-devices {DEVICES}")
+        command = interop.example_driver_cmd(interop_bin(interop), "gpu", f"--num-devices {DEVICES}")
         known["example"] = lambda: Driver("dra-example-kubeletplugin", "gpu.example.com", command)
     chosen = []
     for name in names:
@@ -89,10 +87,6 @@ def drivers(names: Sequence[str], interop: Any) -> list[Driver]:
         else:
             raise SystemExit(f"benchmark: unknown driver {name!r} (noop, example with the interop programs, NAME=CMD)")
     return chosen
-
-
-def _unpacked(unpack: Path) -> Path:
-    return Path(subprocess.run([str(unpack)], capture_output=True, text=True, check=True).stdout.strip())
 
 
 @contextlib.asynccontextmanager
@@ -227,7 +221,7 @@ def real_manager(bed: Testbed, which: str, kubeconfig: str | None, driver: Drive
     """The real kubelet's DRA manager beside ours: with the real kube-apiserver and the Go example driver."""
     if interop is None or which != "real" or kubeconfig is None or driver.label != "dra-example-kubeletplugin":
         return None
-    binary = _unpacked(Path(interop.INTEROP_DIR / "unpack")) / "dra-manager-harness"
+    binary = interop_bin(interop) / "dra-manager-harness"
     return RealManager(
         binary, registry_dir=bed.registry_dir, state_dir=bed.workdir / "real-state", node=NODE, kubeconfig=kubeconfig
     )

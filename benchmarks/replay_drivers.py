@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from common import REPO, Figure, provenance, realk8s, write_json
+from common import REPO, Figure, interop_bin, provenance, realk8s, write_json
 
 LIBRARY = REPO / "scenarios"
 RATIO_TARGET = 2.0
@@ -52,9 +52,7 @@ def driver_args(name: str) -> list[str]:
     interop = realk8s()
     if interop is None:
         raise SystemExit(f"{name}: the interop tier's programs are absent (tests/realk8s.py says where they go)")
-    bin_dir = Path(
-        subprocess.run([str(interop.INTEROP_DIR / "unpack")], capture_output=True, text=True).stdout.split()[-1]
-    )
+    bin_dir = interop_bin(interop)
     commands: dict[str, Callable[[], list[str]]] = {
         "example": lambda: ["--driver", f"gpu={interop.example_driver_cmd(bin_dir, 'gpu')}"],
         "nvidia": lambda: ["--driver", f"gpu={interop.nvidia_driver_cmd()}"],
