@@ -44,16 +44,22 @@ class WatchStreams:
         self._bookmark_interval = bookmark_interval
         self._default_timeout = default_timeout
         self._open: set[Watch] = set()
+        self._stopped = False
 
     @property
     def open_count(self) -> int:
         return len(self._open)
 
     def close_all(self) -> None:
+        """End every open stream and refuse new ones: a client that watches again at once, on a connection
+        the server has not closed yet, would otherwise hold the server's shutdown open."""
+        self._stopped = True
         for watch in list(self._open):
             watch.close()
 
     async def serve(self, request: web.Request, target: ResourcePath, view: View) -> web.StreamResponse:
+        if self._stopped:
+            raise ApiError(503, "ServiceUnavailable", "the API server is shutting down")
         query = request.query
         allow_bookmarks = bool(params.boolean(query, "allowWatchBookmarks"))
         send_initial_events = params.boolean(query, "sendInitialEvents")
