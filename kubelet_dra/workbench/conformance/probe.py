@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -109,6 +110,9 @@ class Probe:
             name, socket_path, problem = self._look()
             if name and self.bed.node.plugins.usable(name):
                 break
+            if name and (unreachable := self._relative_endpoint(name)):
+                problem = unreachable
+                break
             if problem:
                 failing_since = failing_since or time.monotonic()
                 if time.monotonic() - failing_since >= RETRY_GRACE:
@@ -165,6 +169,16 @@ class Probe:
             path, diagnosis = sorted(diagnoses.items())[0]
             return "", path, describe(diagnosis)
         return "", states[0].socket_path if len(states) == 1 else "", ""
+
+    def _relative_endpoint(self, name: str) -> str:
+        """Why the node can never connect to ``name``: its endpoint is not an absolute path; ``""`` otherwise."""
+        instances = self.bed.node.instances(name)
+        if not instances or os.path.isabs(instances[0].endpoint):
+            return ""
+        return (
+            f"{name} registered with service endpoint {instances[0].endpoint!r}, not an absolute path: the kubelet"
+            " cannot connect to it (docs/protocol.md#driver-contract C4)"
+        )
 
     def _timeout_reason(self, name: str, socket_path: str) -> str:
         if name:

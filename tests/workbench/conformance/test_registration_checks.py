@@ -61,3 +61,11 @@ async def test_a_v1beta1_only_driver_with_health_passes_the_version_checks():
     assert suite.ids("failed") == [], {r.id: r.reason for r in suite.results if r.result == "failed"}
     assert suite.ids("skipped") == [], "VER-008 runs: the health service is advertised"
     assert suite.capabilities.chosen_service == "v1beta1.DRAPlugin"
+
+
+async def test_a_relative_endpoint_fails_the_checks_after_it_at_once_naming_the_endpoint():
+    target = Target(driver_cmd=with_fault("getinfo-endpoint", "relative.sock"), registration_timeout=REGISTERS_WITHIN)
+    suite = await run_suite(target, FAST, Selection(focus="^(REG-007|PRE-001)$"))
+    reasons = {result.id: result.reason for result in suite.results}
+    assert suite.ids("failed") == ["REG-007"] and suite.ids("warning") == ["PRE-001"], reasons
+    assert "service endpoint 'relative.sock', not an absolute path" in reasons["PRE-001"], reasons
