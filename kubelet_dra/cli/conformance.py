@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.markup import escape
 
 from kubelet_dra.cli import nodeflags, output
+from kubelet_dra.cli.argtypes import positive_float, positive_int
 from kubelet_dra.cli.command import Command
 from kubelet_dra.kubelet.release import KubeletRelease
 from kubelet_dra.peers.errors import UsageError
@@ -119,35 +120,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     tune = parser.add_argument_group("tuning")
     tune.add_argument(
         "--idempotency-count",
-        type=_positive_int,
+        type=positive_int,
         default=DEFAULTS.idempotency_count,
         metavar="N",
         help=f"how often idempotency checks repeat a call (default: {DEFAULTS.idempotency_count})",
     )
     tune.add_argument(
         "--latency-warning",
-        type=_positive_float,
+        type=positive_float,
         default=DEFAULTS.latency_warning,
         metavar="SECONDS",
         help=f"warn when one prepare takes longer (default: {DEFAULTS.latency_warning:g}; the kubelet allows 45)",
     )
     tune.add_argument(
         "--republish-within",
-        type=_positive_float,
+        type=positive_float,
         default=DEFAULTS.republish_within,
         metavar="SECONDS",
         help=f"how soon wiped ResourceSlices must be back (default: {DEFAULTS.republish_within:g})",
     )
     tune.add_argument(
         "--check-timeout",
-        type=_positive_float,
+        type=positive_float,
         default=DEFAULTS.check_timeout,
         metavar="SECONDS",
         help=f"a check still running after this long fails (default: {DEFAULTS.check_timeout:g})",
     )
     tune.add_argument(
         "--registration-timeout",
-        type=_positive_float,
+        type=positive_float,
         default=REGISTRATION_TIMEOUT,
         metavar="SECONDS",
         help="how long the driver may take from start to registered and connected (default: %(default)g)",
@@ -169,20 +170,6 @@ def _driver_cmd(args: argparse.Namespace) -> str | None:
         raise UsageError("--reference-driver and --driver-cmd both name the driver under test", fix="give one of them")
     name = args.driver_name or REFERENCE_DRIVER_NAME
     return f"{REFERENCE_DRIVER.replace('{driver}', name)} {args.reference_driver}".strip()
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be more than 0")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ from pathlib import Path
 import attrs
 
 from kubelet_dra.cli import compare, nodeflags, output
+from kubelet_dra.cli.argtypes import positive_float
 from kubelet_dra.cli.command import Command
 from kubelet_dra.cli.replaylive import ReplayPlan, present_faults, replay_all
 from kubelet_dra.kubelet.release import release
@@ -25,7 +26,7 @@ from kubelet_dra.workbench.scenarios.replayer import (
     check_faults,
     parse_fault,
 )
-from kubelet_dra.workbench.scenarios.undertest import UnderTest
+from kubelet_dra.workbench.scenarios.undertest import REAL_DRIVER_WAIT, UnderTest
 from kubelet_dra.workbench.tap.faults import unsupported
 from kubelet_dra.workbench.testbed import claimshapes as shapes
 from kubelet_dra.workbench.testbed.claimshapes import device_class_file
@@ -70,6 +71,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="a claim it accepts (a ResourceClaimSpec or a ResourceClaim(Template) manifest; repeatable): each claim"
         " a file makes for the driver it plays takes its requests (default: the file's own)",
+    )
+    under_test.add_argument(
+        "--driver-wait",
+        type=positive_float,
+        default=REAL_DRIVER_WAIT,
+        metavar="SECONDS",
+        help="the longest an expectation on its own timing (registration, slices, a prepare) waits past the file's"
+        f" deadline (default {REAL_DRIVER_WAIT:g}: the kubeletplugin helper republishes deleted slices after up to"
+        " 54 s); lower it for a driver that answers at once, to fail sooner",
     )
     nodeflags.add_kubelet_version_argument(parser)
     parser.add_argument("--junit", metavar="FILE", help="also write the results as JUnit XML to FILE")
@@ -228,7 +238,7 @@ def _under_tests(args: argparse.Namespace, scenarios: list[Scenario]) -> list[Un
             raise UsageError(f"--driver {text!r} is not DRIVER_ID=COMMAND", fix="e.g. --driver 'gpu=./my-driver ...'")
         if not any(driver.id == driver_id for scenario in scenarios for driver in scenario.drivers):
             raise UsageError(f"--driver {text}: no scenario has a driver with id {driver_id!r}", fix="use a driver id")
-        found.append(UnderTest(driver_id, command, name=args.driver_name))
+        found.append(UnderTest(driver_id, command, name=args.driver_name, wait=args.driver_wait))
     described = args.driver_name or args.device_class or args.claim
     if described and len(found) != 1:
         raise UsageError(

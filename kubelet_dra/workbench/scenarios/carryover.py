@@ -5,7 +5,7 @@ file writes the reference driver's (objects, CEL selectors, step arguments), its
 (``--device-class``, ``--claim``), its own devices in claims the file allocates by hand, its own slice
 count, and CDI expectations that no longer name the reference driver's devices but ask that every ID be
 fully qualified and resolve to the driver's CDI spec. The waits for what depends on the driver's own
-timing (its slices republished, its registration, a prepare) may stretch to ``REAL_DRIVER_WAIT``.
+timing (its slices republished, its registration, a prepare) may stretch to ``UnderTest.wait``.
 
 A file that needs more than the driver offers (device health without a health service, two claims at
 once from a driver that takes only claims for all its devices, a second instance for a rolling update,
@@ -26,9 +26,6 @@ from kubelet_dra.workbench.scenarios.undertest import DriverFacts, UnderTest, pr
 from kubelet_dra.workbench.tap.faults import unsupported
 from kubelet_dra.workbench.testbed.claimshapes import device_requests
 
-REAL_DRIVER_WAIT = 60.0
-"""The longest an expectation on the driver's own timing waits for a real driver (the kubeletplugin helper
-republishes deleted ResourceSlices after up to 54 s)."""
 KEPT_DEADLINES: dict[str, Callable[[Mapping[str, Any]], bool]] = {
     "wipe": lambda args: True,
     "diagnosis": lambda args: True,
@@ -37,7 +34,7 @@ KEPT_DEADLINES: dict[str, Callable[[Mapping[str, Any]], bool]] = {
 }
 """Expectations on what the kubelet does in its own time (a wipe armed or done, a registration refused, its
 diagnosis) keep the file's deadline for any driver; every other one waits on the driver's work too (its
-registration, slices, prepare and unprepare) and may stretch to ``REAL_DRIVER_WAIT``, unless it must hold."""
+registration, slices, prepare and unprepare) and may stretch to ``UnderTest.wait``, unless it must hold."""
 CLAIM_KINDS = ("ResourceClaim", "ResourceClaimTemplate")
 
 
@@ -294,7 +291,7 @@ class _Carry:
             args = _cdi(args, self.driver.name, self.others)
         kept = condition.hold or KEPT_DEADLINES.get(condition.kind, lambda _: False)(args)
         if not kept:
-            condition = attrs.evolve(condition, stretch=max(condition.within, REAL_DRIVER_WAIT))
+            condition = attrs.evolve(condition, stretch=max(condition.within, self.under_test.wait))
         return attrs.evolve(condition, args=args)
 
 

@@ -28,6 +28,9 @@ SETTLE = 1.0
 """After the first ResourceSlice, how long the probe waits for the rest of the driver's slices."""
 HEALTH_PROBE_TIMEOUT = 1.0
 PROBE_NODE = "node-1"
+REAL_DRIVER_WAIT = 60.0
+"""The longest an expectation on the driver's own timing waits for a real driver by default (the kubeletplugin
+helper republishes deleted ResourceSlices after up to 54 s)."""
 
 
 @attrs.frozen
@@ -43,6 +46,8 @@ class UnderTest:
     selecting the driver's devices)."""
     claims: ClaimShapes = attrs.field(factory=ClaimShapes)
     """``--claim``: the claims it accepts; none given: the file's own requests."""
+    wait: float = REAL_DRIVER_WAIT
+    """``--driver-wait``: the longest an expectation on its own timing waits past the file's deadline."""
 
     @property
     def class_name(self) -> str | None:

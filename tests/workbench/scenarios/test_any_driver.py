@@ -40,10 +40,14 @@ def test_a_driver_of_another_name_holds_and_what_it_lacks_is_a_skip_with_its_rea
     assert [case.get("classname") for case in skipped] == ["scenario.health-unknown-when-plugin-stops"]
 
 
-def test_cdi_ids_that_resolve_to_no_spec_fail_the_carried_expectation():
-    done = replay("--driver", ACME + " --fault-cdi-skip-write true", str(LIBRARY / "pod-lifecycle.yaml"))
+def test_cdi_ids_that_resolve_to_no_spec_fail_the_carried_expectation_after_the_driver_wait():
+    broken = ACME + " --fault-cdi-skip-write true"
+    done = replay("--driver", broken, "--driver-wait", "5", str(LIBRARY / "pod-lifecycle.yaml"), "--output", "json")
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "resolving in the CDI root" in done.stdout and "CDI devices not found in any spec file" in done.stdout
+    (failed,) = [step for step in _report(done.stdout)["pod-lifecycle"]["steps"] if step["result"] == "failed"]
+    assert "resolving in the CDI root" in failed["message"], failed
+    assert "CDI devices not found in any spec file" in failed["message"], failed
+    assert "stretched to 5 s" in failed["message"], failed
 
 
 def test_a_driver_that_takes_only_all_its_devices_holds_with_its_claim(tmp_path: Path):

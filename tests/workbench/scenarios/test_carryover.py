@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import pytest
 
-from kubelet_dra.workbench.scenarios.carryover import REAL_DRIVER_WAIT, carry_all, carry_over
+from kubelet_dra.workbench.scenarios.carryover import carry_all, carry_over
 from kubelet_dra.workbench.scenarios.loader import load
-from kubelet_dra.workbench.scenarios.undertest import DriverFacts, UnderTest
+from kubelet_dra.workbench.scenarios.undertest import REAL_DRIVER_WAIT, DriverFacts, UnderTest
 from kubelet_dra.workbench.testbed import claimshapes
 
 from .library import LIBRARY
@@ -44,6 +45,8 @@ def test_the_file_s_names_become_the_driver_s_and_cdi_ids_must_resolve():
     assert [c.args["count"] for c in _conditions(carried.scenario, "slices")] == [2], "the driver's own slice count"
     (running,) = [c for c in _conditions(carried.scenario, "pod") if c.args.get("phase") == "Running"]
     assert running.stretch == REAL_DRIVER_WAIT, "a prepare may take a real driver longer than the file's 3 s"
+    quick = carry_over(load(LIBRARY / "pod-lifecycle.yaml"), attrs.evolve(DRIVER, wait=5.0), ACME).scenario
+    assert [c.stretch for c in _conditions(quick, "pod") if c.args.get("phase") == "Running"] == [5.0], "--driver-wait"
     wipes = load(LIBRARY / "slices-wiped-after-plugin-stops.yaml")
     absent = [
         c for c in _conditions(carry_over(wipes, DRIVER, ACME).scenario, "slices") if c.args.get("present") is False
