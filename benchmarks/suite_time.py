@@ -47,6 +47,8 @@ if _LOG:
 """
 
 DURATION = re.compile(r"^(?P<seconds>[0-9.]+)s (?P<phase>call|setup|teardown)\s+(?P<test>\S+)")
+SLOWEST = 40
+"""How many of the slowest tests the results keep; every file's total is kept too (``files``)."""
 SUMMARY = re.compile(r"^=*\s*(?P<summary>\d+ (passed|failed)[^=]*?)\s*=*$")
 
 
@@ -74,7 +76,7 @@ def run(pytest_args: list[str], log: Path) -> tuple[float, float, str]:
     }
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--durations=40", "-q", *pytest_args]
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--durations=0", "-q", *pytest_args]
     done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
     wall = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -99,6 +101,9 @@ def summarise(log: Path, output: str, wall: float, cpu: float, pytest_args: list
                 workers_self += end["cpu"]
                 workers_children += end["children"]
     durations = [m.groupdict() for m in map(DURATION.match, output.splitlines()) if m]
+    files: dict[str, float] = collections.defaultdict(float)
+    for duration in durations:
+        files[duration["test"].split("::")[0]] += float(duration["seconds"])
     summary = next((m["summary"] for m in map(SUMMARY.search, reversed(output.splitlines())) if m), "")
     return {
         "pytest_args": pytest_args,
@@ -113,7 +118,8 @@ def summarise(log: Path, output: str, wall: float, cpu: float, pytest_args: list
             name: {**row, "cpu": round(row["cpu"], 1)}
             for name, row in sorted(kinds.items(), key=lambda item: -item[1]["started"])
         },
-        "slowest": [{**d, "seconds": float(d["seconds"])} for d in durations],
+        "slowest": [{**d, "seconds": float(d["seconds"])} for d in durations[:SLOWEST]],
+        "files": {name: round(seconds, 2) for name, seconds in sorted(files.items(), key=lambda item: -item[1])},
     }
 
 
