@@ -1,7 +1,7 @@
-"""Where the unit suite's time goes: the CPU of the pytest run, its slowest tests, and every Python process it starts.
+"""Where a test suite's time goes: the CPU of the pytest run, its slowest tests and files, every Python process it starts.
 
-The suite is bound by its CPU, not by its waits, so the figures are CPU seconds (user + system), which
-another engineer's load on the machine does not inflate the way it inflates wall time. Every Python
+The figures are CPU seconds (user + system) beside the wall time: other load on the machine inflates CPU seconds
+far less than wall time. Every Python
 process the run starts imports a ``sitecustomize`` written here (inherited through ``PYTHONPATH``) that
 appends one line when it starts and one when it exits normally, with its own CPU; a process ended by a
 signal (a driver stopped with SIGTERM) is counted but its CPU lands only in its parent's ``children``

@@ -30,7 +30,13 @@ def suite_figures() -> list[str]:
     driver, run = kinds["kubelet_dra.__main__ driver"], kinds["kubelet_dra.__main__ run"]
     before, after = results("process_starts-before.json")["cpu_s"], results("process_starts.json")["cpu_s"]
     plain, covered = results("suite_time-kubelet.json"), results("suite_time-kubelet-cov.json")
+    interop = results("interop_time.json")
+    interop_summary = re.match(r"\d+ passed, \d+ skipped", interop["summary"])[0]
+    (longest, longest_s), (second, second_s) = list(suite["files"].items())[:2]
     return [
+        f"`{longest.split('/')[-1]}` {longest_s:.1f} s, `{second.split('/')[-1]}` {second_s:.1f} s",
+        f"interop tier (`interop_time.json`): {interop_summary}",
+        f"{interop['wall_s']:.1f} s of wall, {interop['cpu_s']:.1f} s of CPU",
         re.match(r"\d+ passed, \d+ skipped", suite["summary"])[0],
         f"{suite['cpu_s']:.1f} s of CPU, {suite['wall_s']:.1f} s of wall",
         f"{suite['workers_own_cpu_s']:.1f} s of the CPU is the pytest workers' own",
@@ -42,8 +48,7 @@ def suite_figures() -> list[str]:
         f"the `kubernetes` client alone measured {after['the kubernetes client']:.2f} s",
         f"`kubelet-dra run` ({run['started']} starts, {run['cpu']:.1f} s)",
         f"from {before[RUN]:.2f} s to {after[RUN]:.2f} s",
-        f"{suite['slowest'][0]['seconds']:.1f} s (every library",
-        f"answers, {suite['slowest'][1]['seconds']:.2f} s",
+        *(f"`{test['test'].split('::')[-1]}` ({test['phase']}), {test['seconds']:.1f} s" for test in suite["slowest"][:3]),
         f"{plain['cpu_s']:.1f} s of CPU without",
         f"{covered['cpu_s']:.1f} s with",
     ]
