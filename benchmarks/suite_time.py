@@ -1,4 +1,4 @@
-"""Where a test suite's time goes: the CPU of the pytest run, its slowest tests and files, every Python process it starts.
+"""Where a test suite's time goes: the CPU of the pytest run, its slowest tests and files, every process it starts.
 
 The figures are CPU seconds (user + system) beside the wall time: other load on the machine inflates CPU seconds
 far less than wall time. Every Python

@@ -48,7 +48,7 @@ def suite_figures() -> list[str]:
         f"the `kubernetes` client alone measured {after['the kubernetes client']:.2f} s",
         f"`kubelet-dra run` ({run['started']} starts, {run['cpu']:.1f} s)",
         f"from {before[RUN]:.2f} s to {after[RUN]:.2f} s",
-        *(f"`{test['test'].split('::')[-1]}` ({test['phase']}), {test['seconds']:.1f} s" for test in suite["slowest"][:3]),
+        *(f"`{t['test'].split('::')[-1]}` ({t['phase']}), {t['seconds']:.1f} s" for t in suite["slowest"][:3]),
         f"{plain['cpu_s']:.1f} s of CPU without",
         f"{covered['cpu_s']:.1f} s with",
     ]
