@@ -76,6 +76,11 @@ class RelistClock:
         self._last = -math.inf
         self._relisted = asyncio.Event()
 
+    @property
+    def last(self) -> float:
+        """When the latest relist started (a ``now()``; ``-math.inf`` before the first)."""
+        return self._last
+
     @staticmethod
     def now() -> float:
         """The clock's time: the running loop's monotonic seconds."""

@@ -52,7 +52,8 @@ class PodWorkers:
         self.manager = manager
         self._health = health
         self._periods = periods or PodSyncPeriods()
-        self._relists = RelistClock(self._periods.relist_period)
+        self.relists = RelistClock(self._periods.relist_period)
+        """The node's PLEG relists, which every sync of a pod but its first waits for."""
         self._rng = rng or random.Random()
         self._on_change = on_change
         self._log = get_logger("pod-workers", node=node_name)
@@ -70,7 +71,7 @@ class PodWorkers:
         """The latest failed prepare, unprepare or final delete, for status views ("" while none failed)."""
 
     def start(self) -> None:
-        self._tasks.append(asyncio.create_task(self._relists.run(), name="PLEG relists"))
+        self._tasks.append(asyncio.create_task(self.relists.run(), name="PLEG relists"))
         self._tasks.append(asyncio.create_task(self._source.run(), name="pod watch"))
 
     async def stop(self) -> None:
@@ -130,14 +131,14 @@ class PodWorkers:
         synced = -math.inf
         try:
             while True:
-                await self._relists.newer_than(synced)
+                await self.relists.newer_than(synced)
                 wake = self._wake[uid]
                 wake.clear()
                 pod = self._source.pods.get(uid)
                 if pod is not None:
                     last = pod
                 period = await self._sync(uid, pod, last, stopped_unseen)
-                synced = self._relists.now()
+                synced = self.relists.now()
                 stopped_unseen = False
                 if period is None:
                     return

@@ -9,7 +9,9 @@ The relists are made visible by a pod whose prepare keeps failing in the driver:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 from helpers import eventually
@@ -81,33 +83,50 @@ async def test_a_pod_joining_a_shared_claim_while_its_last_pod_terminates_keeps_
         assert checkpointed[claim] == {second["metadata"]["uid"]}
 
 
+@contextlib.asynccontextmanager
+async def relists_seen(node: Node) -> AsyncIterator[list[float]]:
+    """The node's relists from now on, each when it started, on the wall clock of the recorded gRPC calls."""
+    assert node.pods is not None
+    clock = node.pods.relists
+    seen: list[float] = []
+    offset = time.time() - clock.now()
+
+    async def follow() -> None:
+        latest = clock.last
+        while True:
+            await clock.newer_than(latest)
+            latest = clock.last
+            seen.append(latest + offset)
+
+    task = asyncio.create_task(follow())
+    try:
+        yield seen
+    finally:
+        task.cancel()
+
+
 async def test_a_deleted_pod_is_unprepared_at_the_next_relist_and_gone_at_the_one_after(env: NodeEnv) -> None:
-    async with env.pod_node(pod_sync=PERIODS) as node:
+    async with env.pod_node(pod_sync=PERIODS) as node, relists_seen(node) as relists:
         driver = await env.start_driver(node)
         pod = await env.pod_with_claim()
         await running(env, pod)
-        await driver.fault("set", "prepare-error=no power")
+        await driver.fault("set", "prepare-error=no power")  # a pod retried at every relist, as on a busy node
         await just_relisted(env, node)
-        relisted = relist_times(env, node)[-1]
-        # Mid-period: every worker's sync at that relist is over (the running pod resyncs at each relist), so the
-        # deletion is seen between two relists and waits for the next.
+        # Mid-period: the deletion is seen between two relists and must wait for the next.
         await asyncio.sleep(RELIST / 2)
+        deleted = time.time()
 
         await env.delete_pod(pod)
         assert await eventually(lambda: ok_calls(node, UNPREPARE) == 1, timeout=10)
         await gone(env, pod)
         finished = time.time()
 
-        # Judged on the relist the failing pod's retry showed: the next comes a period after it at the soonest (the
-        # clock sleeps a period after each); a late wake of this test only moves the deletion later.
         [unprepare] = [record for record in env.calls(node, UNPREPARE, GPU) if record.status == "OK"]
-        assert unprepare.started_at >= relisted + RELIST - RELIST / 8, "unprepared before the next relist"
+        after_deletion = [at for at in relists if at > deleted]
+        assert after_deletion and unprepare.started_at >= after_deletion[0], "unprepared before the next relist"
 
-        # The relist that finishes the deletion also retries the failing pod, in either order: the deletion is judged
-        # against the first relist after the unprepare's once its retry is recorded. A late wake only delays
+        # The deletion finishes at the relist after the unprepare's. A late wake of this test only delays
         # ``finished``, so it can hide this failure but never make one up.
-        def next_relists() -> list[float]:
-            return [at for at in relist_times(env, node) if at > unprepare.started_at + RELIST / 2]
-
-        assert await eventually(lambda: bool(next_relists()), timeout=10), "no relist after the unprepare"
-        assert finished >= next_relists()[0] - RELIST / 4, "deletion finished in the same relist as the unprepare"
+        assert await eventually(lambda: any(at > unprepare.started_at for at in relists), timeout=10)
+        next_relist = next(at for at in relists if at > unprepare.started_at)
+        assert finished >= next_relist, "deletion finished in the same relist as the unprepare"
