@@ -12,8 +12,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from kubernetes.utils.quantity import parse_quantity
-
 from kubelet_dra.cli.apiserver import DEFAULT_KUBECONFIG
 from kubelet_dra.kubelet.cm.dra.plugin import DEFAULT_CALL_TIMEOUT, DEFAULT_WIPING_DELAY, PluginMap
 from kubelet_dra.kubelet.kubelet import NodeOptions
@@ -22,6 +20,7 @@ from kubelet_dra.kubelet.release import DEFAULT_RELEASE, RELEASES, KubeletReleas
 from kubelet_dra.peers.errors import UsageError
 from kubelet_dra.peers.kube.config import SERVICE_ACCOUNT_DIR, in_cluster_kubeconfig
 from kubelet_dra.peers.log import get_logger
+from kubelet_dra.peers.quantity import parse_quantity
 from kubelet_dra.workbench.testbed.serverprocess import ServerProcess
 
 KUBELET_LABEL_DOMAINS = ("kubelet.kubernetes.io", "node.kubernetes.io")

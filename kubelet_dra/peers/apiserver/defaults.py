@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from kubelet_dra.peers.apiserver.resources import COORDINATION_GROUP, RESOURCE_GROUP, STORAGE_GROUP, ResourceType
+from kubelet_dra.peers.quantity import parse_quantity
 
 Obj = dict[str, Any]
 
@@ -160,26 +161,10 @@ def _default_volume(volume: Obj) -> None:
 
 def _parse_quantity(value: Any) -> Decimal | None:
     """A Kubernetes quantity ("500m", "1Gi", "2") as a number; None when it does not parse."""
-    text = str(value).strip()
-    for suffix, factor in _QUANTITY_SUFFIXES:
-        if suffix and text.endswith(suffix):
-            text, scale = text[: -len(suffix)], factor
-            break
-    else:
-        scale = Decimal(1)
     try:
-        return Decimal(text) * scale
-    except InvalidOperation:
+        return parse_quantity(value)
+    except ValueError:
         return None
-
-
-_QUANTITY_SUFFIXES: tuple[tuple[str, Decimal], ...] = (
-    *((suffix, Decimal(1024) ** power) for power, suffix in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"), 1)),
-    ("n", Decimal("1e-9")),
-    ("u", Decimal("1e-6")),
-    ("m", Decimal("1e-3")),
-    *((suffix, Decimal(1000) ** power) for power, suffix in enumerate(("k", "M", "G", "T", "P", "E"), 1)),
-)
 
 
 def _qos_class(spec: Obj) -> str:

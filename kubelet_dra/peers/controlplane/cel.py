@@ -16,7 +16,8 @@ from typing import Any
 import attrs
 import celpy
 from celpy import celtypes
-from kubernetes.utils.quantity import parse_quantity
+
+from kubelet_dra.peers.quantity import parse_quantity
 
 
 class SelectorError(ValueError):
@@ -39,7 +40,7 @@ class _Domains(celtypes.MapType):
 
 
 def _quantity(text: Any) -> Quantity:
-    return Quantity(Decimal(parse_quantity(str(text))))
+    return Quantity(parse_quantity(text))
 
 
 def _compare(left: Quantity, right: Quantity) -> celtypes.IntType:

@@ -19,7 +19,8 @@ from decimal import Decimal
 from typing import Any
 
 import attrs
-from kubernetes.utils.quantity import parse_quantity
+
+from kubelet_dra.peers.quantity import parse_quantity
 
 DeviceKey = tuple[str, str, str]
 """(driver, pool, device): a device's identity across the cluster."""
@@ -35,7 +36,7 @@ class DoesNotFit(Exception):
 
 
 def quantity(text: Any) -> Decimal:
-    return Decimal(parse_quantity(str(text)))
+    return parse_quantity(text)
 
 
 def format_quantity(value: Decimal, like: str) -> str:
