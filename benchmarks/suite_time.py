@@ -3,7 +3,8 @@
 The figures are CPU seconds (user + system) beside the wall time: other load on the machine inflates CPU seconds
 far less than wall time. Every Python
 process the run starts imports a ``sitecustomize`` written here (inherited through ``PYTHONPATH``) that
-appends one line when it starts and one when it exits normally, with its own CPU; a process ended by a
+appends one line when it starts and one when it exits normally, with its own CPU (a child of a fork
+server starts no interpreter: it is counted from its exit line, as ``... (forked)``); a process ended by a
 signal (a driver stopped with SIGTERM) is counted but its CPU lands only in its parent's ``children``
 times, which the pytest workers' lines report. Pytest arguments go after ``--``::
 
@@ -100,6 +101,13 @@ def summarise(log: Path, output: str, wall: float, cpu: float, pytest_args: list
             if end["worker"] and kind(end["argv"]).startswith("pytest"):
                 workers_self += end["cpu"]
                 workers_children += end["children"]
+    started = {entry["pid"] for entry in starts}
+    forked = [end for end in exits.values() if end["pid"] not in started]
+    for end in forked:  # a fork server's child: no interpreter start, the server's exit hook at its end
+        row = kinds[f"{kind(end['argv'])} (forked)"]
+        row["started"] += 1
+        row["exited"] += 1
+        row["cpu"] += end["cpu"]
     durations = [m.groupdict() for m in map(DURATION.match, output.splitlines()) if m]
     files: dict[str, float] = collections.defaultdict(float)
     for duration in durations:
@@ -111,7 +119,8 @@ def summarise(log: Path, output: str, wall: float, cpu: float, pytest_args: list
         "summary": summary,
         "wall_s": round(wall, 1),
         "cpu_s": round(cpu, 1),
-        "processes_started": len(starts),
+        "processes_started": len(starts) + len(forked),
+        "processes_forked": len(forked),
         "workers_own_cpu_s": round(workers_self, 1),
         "workers_children_cpu_s": round(workers_children, 1),
         "kinds": {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -11,7 +12,12 @@ import pytest
 from nodeenv import NodeEnv
 
 from kubelet_dra.peers.kube.client import KubeClient
+from kubelet_dra.workbench.testbed.forked import ENABLE as FORK_DRIVERS
 from kubelet_dra.workbench.testbed.serverthread import ServerThread
+
+os.environ[FORK_DRIVERS] = "1"
+"""The suite starts the reference driver about 500 times: by fork from a server that imported it once
+(tests/workbench/testbed/test_forked.py holds that path to an exec'd one's behaviour)."""
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import shutil
 import signal
@@ -14,6 +13,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+import forkedcli
 
 KEPT_WORKDIR = re.compile(r"/tmp/kd-[A-Za-z0-9_]+(?=/)")
 
@@ -51,24 +52,16 @@ async def eventually(check: Callable[[], Any], timeout: float = 10.0, interval: 
 class KubeletDRAProcess:
     """A ``kubelet-dra`` subprocess whose stderr log lines are read all along (the pipe never fills) and awaited."""
 
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+    def __init__(self, proc: forkedcli.Process | forkedcli.ForkedCommand) -> None:
         self.proc = proc
         self.lines: list[str] = []
         self._new_line = asyncio.Event()
         self._reader = asyncio.create_task(self._read())
 
     @staticmethod
-    async def spawn(*args: str, env: Mapping[str, str] | None = None) -> asyncio.subprocess.Process:
+    async def spawn(*args: str, env: Mapping[str, str] | None = None) -> forkedcli.Process | forkedcli.ForkedCommand:
         """Start ``kubelet-dra ARGS``, with ``env`` added to this process's environment."""
-        return await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "kubelet_dra",
-            *args,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-            env={**os.environ, **(env or {})},
-        )
+        return await forkedcli.start(*args, env=env, stdout=False)
 
     @classmethod
     async def start(cls, *args: str, env: Mapping[str, str] | None = None) -> KubeletDRAProcess:
@@ -122,12 +115,7 @@ def kubelet_dra_each(*argvs: Sequence[str], timeout: float = 120) -> dict[tuple[
 
 async def kubelet_dra(*args: str, stdin: str = "", timeout: float = 60) -> tuple[int, str, str]:
     """Run ``kubelet-dra ARGS`` to the end (killed after ``timeout``); (exit code, stdout, stderr)."""
-    process = await asyncio.create_subprocess_exec(
-        *(sys.executable, "-m", "kubelet_dra", *args),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    process = await forkedcli.start(*args, stdin=True, input_size=len(stdin.encode()))
     try:
         out, err = await asyncio.wait_for(process.communicate(stdin.encode()), timeout=timeout)
     except TimeoutError:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,6 +23,7 @@ from kubelet_dra.peers.driver import control
 from kubelet_dra.peers.driver.settings import CONTROL_SOCKET
 from kubelet_dra.peers.kube.client import KubeClient
 from kubelet_dra.workbench.testbed import manifests, objects
+from kubelet_dra.workbench.testbed.forked import ENABLE as FORK_DRIVERS
 
 DRIVER = "gpu.example.com"
 NODES = ("sim-0", "sim-1", "sim-2")
@@ -75,6 +77,7 @@ async def fleet(short_dir: Path) -> AsyncIterator[tuple[Fleet, KubeClient]]:
         ),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        env={name: value for name, value in os.environ.items() if name != FORK_DRIVERS},  # its own command line in ps
     )
     running = Fleet(proc)
     controlplane: asyncio.subprocess.Process | None = None

@@ -28,6 +28,7 @@ from kubelet_dra.peers.driver.configfile import driver_name_problem
 from kubelet_dra.peers.driver.settings import CONTROL_SOCKET
 from kubelet_dra.peers.errors import UsageError
 from kubelet_dra.peers.log import get_logger
+from kubelet_dra.workbench.testbed.forked import DRIVER_FORK_SERVER, ForkedProcess
 from kubelet_dra.workbench.testbed.proxied import DriverProxy
 
 PLACEHOLDERS: tuple[str, ...] = (
@@ -162,7 +163,7 @@ class DriverProcess:
         self.starts = 0
         self.proxy: DriverProxy | None = None
         """The fault proxy between this driver and the node (``spec.proxied``)."""
-        self._process: asyncio.subprocess.Process | None = None
+        self._process: asyncio.subprocess.Process | ForkedProcess | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping: asyncio.Future[int | None] | None = None
         self._log = get_logger("testbed", driver=spec.key)
@@ -190,13 +191,14 @@ class DriverProcess:
         with self.log_path.open("ab") as log:
             log.write(f"--- start {self.starts + 1}: {shlex.join(self.argv)}\n".encode())
             log.flush()
+            env = {**os.environ, **self.spec.env}
             try:
-                self._process = await asyncio.create_subprocess_exec(
+                self._process = await self._forked(env, log.fileno()) or await asyncio.create_subprocess_exec(
                     *self.argv,
                     stdin=asyncio.subprocess.DEVNULL,
                     stdout=log,
                     stderr=log,
-                    env={**os.environ, **self.spec.env},
+                    env=env,
                     start_new_session=True,
                 )
             except OSError as err:
@@ -207,6 +209,19 @@ class DriverProcess:
                 ) from err
         self.starts += 1
         self._log.info("Started driver", pid=self._process.pid, start=self.starts)
+
+    async def _forked(self, env: Mapping[str, str], log: int) -> ForkedProcess | None:
+        """The reference driver forked from the fork server (``forked``); ``None``: exec it."""
+        if not DRIVER_FORK_SERVER.forkable(self.argv, env):
+            return None
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        try:
+            return await DRIVER_FORK_SERVER.spawn(self.argv, env, (devnull, log, log))
+        except OSError as err:
+            self._log.warning("Fork server unavailable; starting the driver with exec", err=str(err))
+            return None
+        finally:
+            os.close(devnull)
 
     async def stop(self, grace: float = STOP_GRACE) -> int | None:
         """SIGTERM, as a DaemonSet pod is stopped; SIGKILL after ``grace`` seconds. The exit code."""

@@ -21,9 +21,12 @@ from kubelet_dra.workbench.scenarios.replayer import replay
 from kubelet_dra.workbench.scenarios.replayreport import failures
 from kubelet_dra.workbench.scenarios.undertest import UnderTest
 from kubelet_dra.workbench.testbed import manifests, objects
+from kubelet_dra.workbench.testbed.forked import ENABLE as FORK_DRIVERS
 
 GPU = "gpu.example.com"
 NODE = "rec-node"
+EXECD = {FORK_DRIVERS: ""}
+"""The recording reads the driver's command line from /proc: a driver exec'd, as a user's is, shows its own."""
 
 
 async def phase(kube: KubeClient, name: str) -> str | None:
@@ -67,6 +70,7 @@ async def test_a_recorded_node_replays_to_the_same_expectations(short_dir: Path)
             *("driver", "--driver-name", GPU, "--node-name", NODE, "--kubeconfig", str(kubeconfig)),
             *("--registry-dir", str(registry), "--plugin-dir", str(short_dir / "plugin"), "--cdi-root", str(short_dir)),
             *("--devices", "2"),
+            env=EXECD,
         )
         processes.append(driver)
         await node.wait_line("Registered DRA plugin")
@@ -143,6 +147,7 @@ async def test_a_driver_command_line_that_is_not_utf8_is_recorded_byte_for_byte(
                 *("driver", "--driver-name", GPU, "--node-name", NODE, "--kubeconfig", str(latin1)),
                 *("--registry-dir", str(registry), "--plugin-dir", str(short_dir / "plugin")),
                 *("--cdi-root", str(short_dir)),
+                env=EXECD,
             )
         )
         await node.wait_line('msg="Connection changed".* connected=True')  # what the recorder waits for
