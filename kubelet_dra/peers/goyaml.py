@@ -82,7 +82,34 @@ def load_all(text: str | bytes) -> list[Any]:
     return [yaml.SafeLoader("").construct_document(node) for node in _compose(text, all_documents=True)]
 
 
+def _check_depth(text: str | bytes) -> None:
+    """Refuse nesting deeper than ``MAX_DEPTH`` in time linear in the body, with libyaml's parser where PyYAML
+    has it: PyYAML's own scanner slows with the square of the depth of flow collections, and spent seconds
+    of the API server's loop on a 50,000-level body before its composer reached the bound. A body libyaml
+    finds malformed is left to the composer, which says what is wrong in PyYAML's words."""
+    if not yaml.__with_libyaml__:
+        return
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=yaml.CSafeLoader):
+            if isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+            elif isinstance(event, yaml.NodeEvent) and depth + 1 > MAX_DEPTH:
+                raise GoYAMLError(f"yaml: exceeded max depth of {MAX_DEPTH}", _NEST_LESS)
+            elif isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+    except yaml.YAMLError as err:
+        if isinstance(err, GoYAMLError) or "exceeded maximum nesting depth" in str(err):
+            raise GoYAMLError(f"yaml: exceeded max depth of {MAX_DEPTH}", _NEST_LESS) from None
+
+
 def _compose(text: str | bytes, *, all_documents: bool) -> list[yaml.Node]:
+    _check_depth(text)
+    return _compose_checked(text, all_documents=all_documents)
+
+
+def _compose_checked(text: str | bytes, *, all_documents: bool) -> list[yaml.Node]:
+    """The nodes, once ``_check_depth`` let ``text`` through (or where libyaml is missing)."""
     composer = _Composer(text)
     nodes: list[yaml.Node] = []
     try:
