@@ -10,6 +10,7 @@ code and signals. Anything the server cannot start as the interpreter would is e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -59,7 +60,8 @@ class ForkedCommand:
 
     async def communicate(self, input: bytes = b"") -> tuple[bytes, bytes]:
         if self._stdin is not None:
-            os.write(self._stdin, input)
+            with contextlib.suppress(BrokenPipeError):  # the command ended without reading it, as asyncio allows
+                os.write(self._stdin, input)
             os.close(self._stdin)
             self._stdin = None
         out, err = await asyncio.gather(_read_all(self.stdout), _read_all(self.stderr))
