@@ -62,6 +62,8 @@ def kind(argv: list[str]) -> str:
         return "?"
     path = Path(argv[0])
     name = ".".join(path.parts[path.parts.index("kubelet_dra") :])[:-3] if "kubelet_dra" in path.parts else path.name
+    if name.endswith(".forkserver"):  # its arguments are a descriptor and the modules it imports
+        return name
     command = argv[1] if len(argv) > 1 and not argv[1].startswith("-") else "(options first)"
     return f"{name} {command}".strip() if name.startswith(("kubelet", "kubelet_dra")) else name or "python -c"
 
@@ -113,10 +115,12 @@ def summarise(log: Path, output: str, wall: float, cpu: float, pytest_args: list
     for duration in durations:
         files[duration["test"].split("::")[0]] += float(duration["seconds"])
     summary = next((m["summary"] for m in map(SUMMARY.search, reversed(output.splitlines())) if m), "")
+    problems = [line for line in output.splitlines() if line.startswith(("FAILED ", "ERROR "))]
     return {
         "pytest_args": pytest_args,
         "load": " ".join(f"{value:.2f}" for value in os.getloadavg()),
         "summary": summary,
+        "problems": problems,
         "wall_s": round(wall, 1),
         "cpu_s": round(cpu, 1),
         "processes_started": len(starts) + len(forked),
@@ -136,6 +140,7 @@ def table(results: dict[str, Any]) -> str:
     rows = [
         f"pytest {' '.join(results['pytest_args'])}: {results['summary']}",
         f"wall {results['wall_s']} s, CPU {results['cpu_s']} s (load {results['load']})",
+        *results["problems"],
         f"processes started: {results['processes_started']}; pytest workers' own CPU {results['workers_own_cpu_s']} s,"
         f" their subprocesses' {results['workers_children_cpu_s']} s",
         "",

@@ -26,8 +26,9 @@ def results(name: str) -> dict:
 
 
 def suite_figures() -> list[str]:
-    suite, kinds = results("suite_time.json"), results("suite_time.json")["kinds"]
-    driver, run = kinds["kubelet_dra.__main__ driver"], kinds["kubelet_dra.__main__ run"]
+    suite, execd = results("suite_time.json"), results("suite_time-exec.json")
+    driver, forked = execd["kinds"]["kubelet_dra.__main__ driver"], suite["kinds"]["kubelet_dra.__main__ driver (forked)"]
+    commands = {name: row for name, row in suite["kinds"].items() if name.endswith("(forked)") and row is not forked}
     before, after = results("process_starts-before.json")["cpu_s"], results("process_starts.json")["cpu_s"]
     plain, covered = results("suite_time-kubelet.json"), results("suite_time-kubelet-cov.json")
     interop = results("interop_time.json")
@@ -40,13 +41,16 @@ def suite_figures() -> list[str]:
         re.match(r"\d+ passed, \d+ skipped", suite["summary"])[0],
         f"{suite['cpu_s']:.1f} s of CPU, {suite['wall_s']:.1f} s of wall",
         f"{suite['workers_own_cpu_s']:.1f} s of the CPU is the pytest workers' own",
-        f"{suite['workers_children_cpu_s']:.1f} s the processes they start: {suite['processes_started']} Python",
-        f"{driver['started']} starts, {driver['cpu']:.1f} s of CPU, {driver['cpu'] / driver['exited']:.2f} s each",
+        f"{suite['workers_children_cpu_s']:.1f} s the processes they start",
+        f"{suite['processes_started']} Python processes, {suite['processes_forked']} of them forked",
+        f"{forked['started']} forked starts of the reference driver, {forked['cpu']:.1f} s of CPU",
+        f"{sum(row['started'] for row in commands.values())} forked `kubelet-dra` commands",
+        f"{execd['cpu_s']:.1f} s of CPU and {execd['wall_s']:.1f} s of wall on four workers",
+        f"{driver['started']} exec'd starts, {driver['cpu']:.1f} s of CPU, {driver['cpu'] / driver['exited']:.2f} s each",
         f"`kubernetes` client at its start ({before['the kubernetes client']:.2f} s of CPU alone",
         f"its whole import was {before['the reference driver (plugin)']:.2f} s",
         f"its whole import is {after['the reference driver (plugin)']:.2f} s (`process_starts.json`",
         f"the `kubernetes` client alone measured {after['the kubernetes client']:.2f} s",
-        f"`kubelet-dra run` ({run['started']} starts, {run['cpu']:.1f} s)",
         f"from {before[RUN]:.2f} s to {after[RUN]:.2f} s",
         *(f"`{t['test'].split('::')[-1]}` ({t['phase']}), {t['seconds']:.1f} s" for t in suite["slowest"][:3]),
         f"{plain['cpu_s']:.1f} s of CPU without",

@@ -19,6 +19,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import importlib
+import importlib.util
 import io
 import json
 import os
@@ -30,6 +31,8 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+MAIN_FILE = str(getattr(importlib.util.find_spec("kubelet_dra.__main__"), "origin", "kubelet_dra"))
+"""``sys.argv[0]`` of ``python -m kubelet_dra``."""
 MAX_REQUEST = 1 << 20
 REQUEST_FDS = 4
 
@@ -109,7 +112,7 @@ def _become(request: dict[str, object], stdio: Sequence[int], inherited: Sequenc
     os.environ.clear()
     os.environ.update({str(k): str(v) for k, v in request["env"].items()})  # type: ignore[attr-defined]
     _standard_streams(unbuffered=bool(os.environ.get("PYTHONUNBUFFERED")))
-    sys.argv = [argv[0], *argv[3:]]  # runpy puts the module's file first, as -m does
+    sys.argv = [MAIN_FILE, *argv[3:]]  # as -m makes it, and as it stays after runpy restores its own
     os._exit(_run())
 
 
