@@ -115,7 +115,7 @@ def summarise(log: Path, output: str, wall: float, cpu: float, pytest_args: list
     for duration in durations:
         files[duration["test"].split("::")[0]] += float(duration["seconds"])
     summary = next((m["summary"] for m in map(SUMMARY.search, reversed(output.splitlines())) if m), "")
-    problems = [line for line in output.splitlines() if line.startswith(("FAILED ", "ERROR "))]
+    problems = [line for line in output.splitlines() if re.match(r"(FAILED|ERROR) \S", line)]
     return {
         "pytest_args": pytest_args,
         "load": " ".join(f"{value:.2f}" for value in os.getloadavg()),
