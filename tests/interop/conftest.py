@@ -23,6 +23,15 @@ from realk8s import (
     stop_control_plane,
 )
 
+from kubelet_dra.workbench.testbed.forked import ENABLE as FORK_DRIVERS
+
+
+@pytest.fixture(autouse=True)
+def _exec_every_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The interop tier execs every process, as a user's run does: beside the real programs, what /proc shows of
+    ours is theirs to read (the real kubelet, a tap beside it), and its time goes to waiting on them, not starting."""
+    monkeypatch.setenv(FORK_DRIVERS, "0")
+
 
 @pytest.hookimpl(trylast=True)  # after the terminal reporter exists
 def pytest_configure(config: pytest.Config) -> None:
