@@ -81,10 +81,8 @@ async def start(
     argv = [sys.executable, "-m", "kubelet_dra", *args]
     environment = {**os.environ, **(env or {})}
     if CLI_FORK_SERVER.forkable(argv, environment) and input_size < PIPE_HOLDS:
-        try:
+        with contextlib.suppress(OSError):  # no fork server: the command is exec'd below, as without one
             return await _fork(argv, environment, stdin=stdin, stdout=stdout)
-        except OSError:
-            pass  # no fork server: exec, as without one
     pipe, devnull = asyncio.subprocess.PIPE, asyncio.subprocess.DEVNULL
     return await asyncio.create_subprocess_exec(
         *argv,

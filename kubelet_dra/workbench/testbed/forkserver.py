@@ -74,11 +74,10 @@ def serve(control: socket.socket) -> None:
 
 
 def _drain(fd: int) -> None:
-    try:
+    """Empty the signal wake-up pipe (non-blocking: it ends at BlockingIOError)."""
+    with contextlib.suppress(BlockingIOError):
         while os.read(fd, 512):
-            pass
-    except BlockingIOError:
-        pass
+            continue
 
 
 def _reap(answers: dict[int, socket.socket]) -> None:
