@@ -45,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
 COMMAND = Command(
     name="calls",
     description=(
-        "calls diff A.jsonl B.jsonl: the calls of two recordings in the order they started, with UIDs,"
+        "calls diff A.jsonl B.jsonl: the calls of two recordings driver by driver, registration handshakes, DRA"
+        " calls and health streams apart, each in the order they started, with UIDs,"
         " generated claim names, pools, paths, request IDs and times replaced by numbered placeholders and"
         " repeated calls folded, shown as a unified diff. Exit 0 when they match, 1 when they differ."
     ),

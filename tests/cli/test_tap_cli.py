@@ -90,28 +90,53 @@ async def test_recordings_of_the_same_calls_with_other_uids_names_and_times_are_
     assert line.split()[:2] == ["DRAPlugin/NodePrepareResources", "OK"] and "<uid-1>" in line and "<claim-1>" in line
 
 
-async def test_a_health_stream_opened_at_once_after_getinfo_does_not_change_the_order(tmp_path: Path) -> None:
-    """The kubelet opens the health stream as soon as GetInfo answered: on one side it falls in GetInfo's burst, on
-    the other in NotifyRegistrationStatus's; GetInfo came first on both (a tap beside the node, seen under load)."""
+def handshake(start: float, watch_after: float, notify_after: float, driver: str = GPU) -> list[dict[str, object]]:
+    """A registration as a recorder writes it: GetInfo, then the health stream and the notify the kubelet sends."""
+    get_info = {**call("x", start, "", ""), "method": "/pluginregistration.Registration/GetInfo"}
+    watch = {**call("x", start + watch_after, "", ""), "method": "/v1alpha1.DRAResourceHealth/NodeWatchResources"}
+    notify = {
+        **call("x", start + notify_after, "", ""),
+        "method": "/pluginregistration.Registration/NotifyRegistrationStatus",
+    }
+    return [{**record, "driver": driver, "request": {}, "response": {}} for record in (get_info, watch, notify)]
 
-    def handshake(start: float, watch_after: float, notify_after: float) -> list[dict[str, object]]:
-        get_info = {**call("x", start, "", ""), "method": "/pluginregistration.Registration/GetInfo"}
-        watch = {**call("x", start + watch_after, "", ""), "method": "/v1alpha1.DRAResourceHealth/NodeWatchResources"}
-        notify = {
-            **call("x", start + notify_after, "", ""),
-            "method": "/pluginregistration.Registration/NotifyRegistrationStatus",
-        }
-        return [{**record, "request": {}, "response": {}} for record in (get_info, watch, notify)]
 
-    node = write(tmp_path / "node.jsonl", *handshake(1.0, 0.03, 0.12))
-    tap = write(tmp_path / "tap.jsonl", *handshake(1.0, 0.09, 0.1))
+async def test_a_kubelets_calls_on_a_driver_compare_kind_by_kind_whatever_the_gaps_between_them(
+    tmp_path: Path,
+) -> None:
+    """The node calls a driver it has just registered while its notify is out; through the tap beside it, under
+    load, the prepare arrived half a second after the handshake: the same calls (seen with a tap beside the node)."""
+    uid = "11111111-1111-1111-1111-111111111111"
+    node = write(tmp_path / "node.jsonl", *handshake(1.0, 0.03, 0.04), call("NodePrepareResources", 1.02, uid, "c"))
+    tap = write(tmp_path / "tap.jsonl", *handshake(1.0, 0.09, 0.1), call("NodePrepareResources", 1.5, uid, "c"))
     code, out, err = await kubelet_dra("calls", "diff", node, tap)
     assert (code, err) == (0, ""), out
     assert [line.split()[0] for line in out.splitlines()[1:]] == [
         "Registration/GetInfo",
-        "DRAResourceHealth/NodeWatchResources",
         "Registration/NotifyRegistrationStatus",
+        "DRAPlugin/NodePrepareResources",
+        "DRAResourceHealth/NodeWatchResources",
     ]
+
+
+async def test_two_drivers_calls_are_listed_driver_by_driver_each_line_led_by_its_name(tmp_path: Path) -> None:
+    """Which of two drivers a kubelet registers first is chance; a call's driver is part of what must match."""
+    other = "net.example.com"
+    a = write(tmp_path / "a.jsonl", *handshake(1.0, 0.1, 0.2, driver=other), *handshake(2.0, 0.1, 0.2))
+    b = write(tmp_path / "b.jsonl", *handshake(1.0, 0.1, 0.2), *handshake(2.0, 0.1, 0.2, driver=other))
+    code, out, _ = await kubelet_dra("calls", "diff", a, b)
+    assert code == 0, out
+    assert [line.split()[:2] for line in out.splitlines()[1:]] == [
+        [f"{GPU}:", "Registration/GetInfo"],
+        [f"{GPU}:", "Registration/NotifyRegistrationStatus"],
+        [f"{GPU}:", "DRAResourceHealth/NodeWatchResources"],
+        [f"{other}:", "Registration/GetInfo"],
+        [f"{other}:", "Registration/NotifyRegistrationStatus"],
+        [f"{other}:", "DRAResourceHealth/NodeWatchResources"],
+    ]
+    swapped = write(tmp_path / "c.jsonl", *handshake(1.0, 0.1, 0.2), *handshake(2.0, 0.1, 0.2))
+    code, out, _ = await kubelet_dra("calls", "diff", a, swapped)
+    assert code == 1, "the other driver's handshake made to this one is a difference"
 
 
 async def test_a_different_call_is_shown_as_a_unified_diff_and_exits_1(tmp_path: Path) -> None:

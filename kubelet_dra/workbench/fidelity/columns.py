@@ -18,11 +18,9 @@ import attrs
 from kubelet_dra.kubelet.cm.dra.state.checkpoint import ClaimInfoState, DeviceState
 from kubelet_dra.workbench.fidelity.history import history, without_transient
 from kubelet_dra.workbench.fidelity.watch import Sighting
-from kubelet_dra.workbench.tap.diff import call_lines
+from kubelet_dra.workbench.tap.diff import HEALTH_STREAM, by_driver, call_lines, kinds
 
 COLUMNS = ("calls", "pod status", "events", "slices", "checkpoint")
-HEALTH_STREAM = "NodeWatchResources"
-REGISTRATION = ".Registration/"
 CALLER_ENDED = ("CANCELLED", "DEADLINE_EXCEEDED")
 """Calls the caller ended: their details are the recorder's words (the tap's or kubelet-dra's), not the driver's."""
 NOT_CONNECTED = "failed to connect to all addresses"
@@ -82,7 +80,7 @@ def _text(value: str, labels: Mapping[str, str]) -> str:
 
 def calls(records: Sequence[Mapping[str, Any]]) -> list[str]:
     """``calls diff``'s lines driver by driver, each driver's registration calls, DRA calls and health streams apart
-    (``_kinds``), devices numbered as they first appear.
+    (``kubelet_dra.workbench.tap.diff.kinds``), devices numbered as they first appear.
 
     Per driver, because the order in which a kubelet calls two drivers is its goroutines' chance; calls that overlap,
     or follow each other with the same method and status, are put in text order (a faster node's calls follow
@@ -93,21 +91,14 @@ def calls(records: Sequence[Mapping[str, Any]]) -> list[str]:
     The details of a call the caller ended (``CALLER_ENDED``) are left out, and so is a call that never reached a
     driver (``NOT_CONNECTED``). A health stream shows the reports it carried, each change once (``_reports``).
     Which device a claim gets is the allocator's choice."""
-    by_driver: dict[str, list[dict[str, Any]]] = {}
-    names = {
-        record["endpoint"]: (record.get("response") or {}).get("name", "")
-        for record in records
-        if record["method"].endswith("/GetInfo") and isinstance(record.get("response"), dict)
-    }
-    for record in records:
-        if record["status"] == "UNAVAILABLE" and NOT_CONNECTED in (record.get("details") or ""):
-            continue
-        driver = record.get("driver") or names.get(record.get("endpoint", ""), "")
-        details = "" if record["status"] in CALLER_ENDED else record.get("details")
-        by_driver.setdefault(driver, []).append({**_reports(record), "details": details})
     lines: list[str] = []
-    for driver, found in sorted(by_driver.items()):
-        for group in _kinds(found):
+    for driver, found in sorted(by_driver(records).items()):
+        reached = [
+            {**_reports(record), "details": "" if record["status"] in CALLER_ENDED else record.get("details")}
+            for record in found
+            if not (record["status"] == "UNAVAILABLE" and NOT_CONNECTED in (record.get("details") or ""))
+        ]
+        for group in kinds(reached):
             plain = _runs_sorted([_FOLD.sub("", line) for line in call_lines(group, concurrent=0)])
             lines += [f"{driver}: {line}" for line in _retries_folded(plain)]
     devices: dict[str, str] = {}
@@ -155,17 +146,6 @@ def _timeless(value: Any) -> Any:
     if isinstance(value, list):
         return [_timeless(item) for item in value]
     return value
-
-
-def _kinds(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """A driver's registration calls, its DRA calls, its health streams: each kind in its own order, since a kubelet
-    may call a driver it has just registered before its NotifyRegistrationStatus returns, or after."""
-    kinds: dict[str, list[dict[str, Any]]] = {"registration": [], "dra": [], "health": []}
-    for record in records:
-        method = record["method"]
-        kind = "health" if method.endswith(HEALTH_STREAM) else "registration" if REGISTRATION in method else "dra"
-        kinds[kind].append(record)
-    return list(kinds.values())
 
 
 def _runs_sorted(lines: list[str]) -> list[str]:

@@ -3,10 +3,13 @@
 Two recordings of the same pod lifecycle (a tap of the real kubelet, a ``kubelet-dra run``) differ
 in request IDs, times, socket paths, UIDs, generated claim names and pool (node) names. Those are
 replaced by placeholders numbered in order of first appearance in each file (``<uid-1>``,
-``<claim-1>``, ``<pool-1>``), so the same call in the same place reads the same. Calls are put in
-the order they started (calls that overlap or follow within 50 ms in name order); runs of the
-same call (the real kubelet's health watch every 5 s) are folded into one line with a count. What
-is left is shown as a unified diff.
+``<claim-1>``, ``<pool-1>``), so the same call in the same place reads the same. Calls are listed
+driver by driver, and each driver's registration handshakes, DRA calls and health streams apart,
+since the order between them is the kubelet's goroutines' chance (a driver just registered may be
+called before its NotifyRegistrationStatus returns, or after, and the gap grows with the machine's
+load); within each, in the order they started (calls that overlap or follow within 50 ms in name
+order). Runs of the same call (the real kubelet's health watch every 5 s) are folded into one line
+with a count. What is left is shown as a unified diff.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ import attrs
 from kubelet_dra.peers.errors import ConfigError
 from kubelet_dra.workbench.tap.mirror import GET_INFO
 
+HEALTH_STREAM = "NodeWatchResources"
+REGISTRATION = ".Registration/"
 CONCURRENT = 0.05
 """Seconds between the end of a burst of calls and the start of the next call under which it joins the burst."""
 _UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -122,15 +127,18 @@ def _burst_order(line: str) -> tuple[bool, str]:
     return (not line.startswith(f"{_method_name(GET_INFO)} "), line)
 
 
-def call_lines(records: Iterable[dict[str, Any]], *, concurrent: float = CONCURRENT) -> list[str]:
+def call_lines(
+    records: Iterable[dict[str, Any]], *, concurrent: float = CONCURRENT, names: _Placeholders | None = None
+) -> list[str]:
     """One line per call in start order, normalized; repeats of the same line folded into ``(xN)``.
 
     Calls that overlap or follow each other within ``concurrent`` seconds are one burst, ordered by their text:
     which of two such calls starts first (the health stream a kubelet opens while it notifies the driver) is chance.
     A ``GetInfo`` leads its burst: the kubelet asks it before it calls the driver at all, and the health stream it
-    opens at once after can fall in the same burst on one side and in the next on the other.
+    opens at once after can fall in the same burst on one side and in the next on the other. ``names`` numbers
+    placeholders across several calls (a whole file's), else afresh.
     """
-    names = _Placeholders()
+    names = names or _Placeholders()
     bursts: list[list[str]] = []
     burst_end = float("-inf")
     for record in sorted(records, key=lambda record: record["started_at"]):
@@ -152,6 +160,44 @@ def call_lines(records: Iterable[dict[str, Any]], *, concurrent: float = CONCURR
             folded.append(line if count == 1 else f"{line} (x{count})")
             count = 0
     return folded
+
+
+def by_driver(records: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Each driver's records, by the name its recorder wrote or, for a call made before the name was known (the
+    node's GetInfo), the name GetInfo returned for that endpoint."""
+    records = list(records)
+    names = {
+        record.get("endpoint", ""): (record.get("response") or {}).get("name", "")
+        for record in records
+        if record["method"].endswith("/GetInfo") and isinstance(record.get("response"), dict)
+    }
+    found: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        driver = record.get("driver") or names.get(record.get("endpoint", ""), "")
+        found.setdefault(str(driver), []).append(record)
+    return found
+
+
+def kinds(records: Iterable[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """A driver's registration calls, its DRA calls, its health streams: each kind in its own order, since a kubelet
+    may call a driver it has just registered before its NotifyRegistrationStatus returns, or after."""
+    found: dict[str, list[dict[str, Any]]] = {"registration": [], "dra": [], "health": []}
+    for record in records:
+        method = record["method"]
+        kind = "health" if method.endswith(HEALTH_STREAM) else "registration" if REGISTRATION in method else "dra"
+        found[kind].append(record)
+    return list(found.values())
+
+
+def recording_lines(records: Iterable[dict[str, Any]], *, named: bool) -> list[str]:
+    """A recording's lines: driver by driver in name order (each line led by the driver's name when ``named``), each
+    driver's kinds apart (``kinds``), placeholders numbered across the file."""
+    names = _Placeholders()
+    lines: list[str] = []
+    for driver, found in sorted(by_driver(records).items()):
+        for group in kinds(found):
+            lines += [f"{driver}: {line}" if named else line for line in call_lines(group, names=names)]
+    return lines
 
 
 @attrs.frozen
@@ -180,4 +226,12 @@ class CallsDiff:
 
 
 def diff(a: str | Path, b: str | Path) -> CallsDiff:
-    return CallsDiff(str(a), str(b), tuple(call_lines(load(a))), tuple(call_lines(load(b))))
+    """The two files' lines, each led by its driver's name when the two together name more than one driver."""
+    a_records, b_records = load(a), load(b)
+    named = len(by_driver(a_records).keys() | by_driver(b_records).keys()) > 1
+    return CallsDiff(
+        str(a),
+        str(b),
+        tuple(recording_lines(a_records, named=named)),
+        tuple(recording_lines(b_records, named=named)),
+    )
