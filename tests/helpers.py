@@ -16,6 +16,8 @@ from typing import Any
 
 import forkedcli
 
+from kubelet_dra.workbench.testbed.machineload import load_factor
+
 KEPT_WORKDIR = re.compile(r"/tmp/kd-[A-Za-z0-9_]+(?=/)")
 
 
@@ -38,8 +40,9 @@ def remove_kept_workdirs(*outputs: str) -> list[str]:
 
 
 async def eventually(check: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05) -> Any:
-    """Await ``check()`` until it returns something truthy; the last value on timeout (for the assert)."""
-    deadline = time.monotonic() + timeout
+    """Await ``check()`` until it returns something truthy; the last value on timeout (for the assert). The timeout
+    is for a quiet machine: it is scaled by the machine's load (``load_factor``), so a loaded one waits longer."""
+    deadline = time.monotonic() + timeout * load_factor()
     while True:
         value = check()
         if asyncio.iscoroutine(value):

@@ -44,7 +44,9 @@ def run(
         for scenario, overrides in zip(scenarios, faults, strict=True):
             if text:
                 output.console().print(f"[bold]{escape(scenario.name)}[/bold] [dim]({escape(scenario.path)})[/dim]")
-            options = ReplayOptions(faults=overrides, keep=args.keep, real_manager=manager)
+            options = ReplayOptions(
+                faults=overrides, keep=args.keep, real_manager=manager, deadline_scale=args.deadline_scale
+            )
             comparison = asyncio.run(
                 replay_both(scenario, real, options, release_name=release_name, timing=args.timing)
             )

@@ -9,7 +9,7 @@ from pathlib import Path
 import attrs
 
 from kubelet_dra.cli import compare, nodeflags, output
-from kubelet_dra.cli.argtypes import positive_float
+from kubelet_dra.cli.argtypes import deadline_scale, positive_float
 from kubelet_dra.cli.command import Command
 from kubelet_dra.cli.replaylive import ReplayPlan, present_faults, replay_all
 from kubelet_dra.kubelet.release import release
@@ -92,6 +92,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="replay up to N files at once, each on a node of its own (default 1; a real kubelet plays one at a time);"
         " each file's lines are printed when it ends",
     )
+    parser.add_argument(
+        "--deadline-scale",
+        type=deadline_scale,
+        default=1.0,
+        metavar="FACTOR",
+        help="on a loaded machine (a shared CI runner): let each expectation wait up to FACTOR times its deadline and"
+        " each action FACTOR times its timeout; 'auto' takes the one-minute load average per CPU when each file"
+        " starts. An expectation held late passes and the report names it (default 1: the files' deadlines)",
+    )
     parser.add_argument("--check", action="store_true", help="only load and check the files; run nothing")
     real = parser.add_argument_group("the node played by a real kubelet (docs/replay.md, 'On the real kubelet')")
     real.add_argument("--real-kubelet", metavar="KUBELET", help="the kubelet binary to play the node (needs root)")
@@ -157,7 +166,15 @@ def run(args: argparse.Namespace) -> int:
         runnable = [c.scenario for c in carried if not c.skip]
         return compare.run(args, runnable, [present_faults(faults, scenario) for scenario in runnable], real, manager)
     with output.quiet_logs(args.verbosity):
-        plan = ReplayPlan(faults, keep=args.keep, live=text, real=real, manager=manager, jobs=args.jobs)
+        plan = ReplayPlan(
+            faults,
+            keep=args.keep,
+            live=text,
+            real=real,
+            manager=manager,
+            jobs=args.jobs,
+            deadline_scale=args.deadline_scale,
+        )
         results = asyncio.run(replay_all(carried, plan))
     if args.junit:
         report.write_junit(args.junit, results)

@@ -28,6 +28,7 @@ class ReplayPlan:
     real: RealKubeletOptions | None = None
     manager: RealManagerOptions | None = None
     jobs: int = 1
+    deadline_scale: float | str = 1.0
 
 
 def present_faults(faults: dict[str, dict[str, str]], scenario: Scenario) -> dict[str, dict[str, str]]:
@@ -75,6 +76,7 @@ async def _replay_one(item: Carried, plan: ReplayPlan) -> ScenarioResult:
             on_result=on_result if plan.live else None,
             real_kubelet=plan.real,
             real_manager=plan.manager,
+            deadline_scale=plan.deadline_scale,
         )
         result = await replay(scenario, options)
     if plan.live:

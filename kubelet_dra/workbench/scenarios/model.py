@@ -97,8 +97,8 @@ class Condition:
     hold: float = 0.0
     where: Position = Position()
     stretch: float = 0.0
-    """For a real driver: how long the wait may go on past ``within`` for what the driver does in its own time
-    (held late, the report says the wait was stretched); 0 keeps ``within``."""
+    """For a real driver or a loaded machine: how long the wait may go on past ``within`` (held late, the report
+    says the wait was stretched); 0 keeps ``within``."""
 
 
 @attrs.frozen
@@ -135,6 +135,22 @@ class Scenario:
             return self
         options = attrs.evolve(self.node.options, release=kubelet)
         return attrs.evolve(self, node=attrs.evolve(self.node, options=options))
+
+    def given_time(self, factor: float) -> Scenario:
+        """This scenario on a machine ``factor`` times slower than quiet: each action's timeout ``factor`` times
+        longer and each expectation's wait allowed to stretch to ``factor`` times its deadline (held late, the report
+        says so). How long a condition must keep holding, and the node's own periods, are what they were."""
+        if factor <= 1:
+            return self
+
+        def condition(original: Condition) -> Condition:
+            return attrs.evolve(original, stretch=max(original.stretch, original.within * factor))
+
+        def step(original: Step) -> Step:
+            conditions = tuple(condition(item) for item in original.conditions)
+            return attrs.evolve(original, timeout=original.timeout * factor, conditions=conditions)
+
+        return attrs.evolve(self, steps=tuple(step(original) for original in self.steps))
 
 
 POD_SYNC_KEYS = {"podBackOffPeriod": "back_off_period", "syncFrequency": "sync_frequency"}

@@ -31,6 +31,7 @@ from kubelet_dra.workbench.scenarios.stage import Context
 from kubelet_dra.workbench.scenarios.steps import ACTIONS
 from kubelet_dra.workbench.tap import FaultProxy
 from kubelet_dra.workbench.testbed import Testbed, TestbedOptions, objects
+from kubelet_dra.workbench.testbed.machineload import DeadlineScale
 
 ACTION = "action"
 EXPECTATION = "expectation"
@@ -103,6 +104,9 @@ class ReplayOptions:
     real_manager: RealManagerOptions | None = None
     """With ``real_kubelet`` (whose release it is): play the node of a file with by-hand steps with the real
     kubelet's DRA manager (``kubelet_dra.workbench.realnode.managerbed``)."""
+    deadline_scale: float | str = 1.0
+    """Give each file's deadlines this factor more time (``Scenario.given_time``), or ``auto``: the machine's load
+    when the file starts (``kubelet_dra.workbench.testbed.machineload``)."""
     observe: Callable[[Testbed], AbstractAsyncContextManager[object]] | None = None
     """Entered on the staged testbed before the scenario's objects and drivers, left after its last step while
     everything still runs (a trace of what the node did: ``kubelet_dra.workbench.fidelity``)."""
@@ -159,6 +163,9 @@ async def replay(scenario: Scenario, options: ReplayOptions | None = None) -> Sc
             bed = RealTestbed(bed_options, options.real_kubelet)
         else:
             bed = ManagerTestbed(bed_options, manager)
+    scale = DeadlineScale.of(options.deadline_scale)
+    scenario = scenario.given_time(scale.factor)
+    note = "; ".join(filter(None, [note, scale.note()]))
     error = ""
     try:
         async with bed:

@@ -56,7 +56,7 @@ def summary(results: Sequence[ScenarioResult]) -> Table:
         if result.skip:
             table.add_row(f"[dim]  skipped: {escape(result.skip)}[/dim]")
         if stretched := [step.name for step in result.results if step.stretched]:
-            table.add_row(f"[dim]  waits stretched for the driver: {escape(', '.join(stretched))}[/dim]")
+            table.add_row(f"[dim]  waits stretched past the file's deadline: {escape(', '.join(stretched))}[/dim]")
     return table
 
 

@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+import attrs
 from helpers import eventually
 from nodeenv import GPU, NAMESPACE, RESOURCE, NodeEnv
 from test_pod_lifecycle import PREPARE, UNPREPARE, gone, ok_calls, running
@@ -21,6 +22,7 @@ from test_pod_lifecycle import PREPARE, UNPREPARE, gone, ok_calls, running
 from kubelet_dra.kubelet.kubelet import Node
 from kubelet_dra.kubelet.pod_backoff import PodSyncPeriods
 from kubelet_dra.peers.kube.client import api_path
+from kubelet_dra.workbench.testbed.machineload import load_factor
 
 RELIST = 0.4
 PERIODS = PodSyncPeriods(back_off_period=0.2, sync_frequency=0.2, relist_period=RELIST)
@@ -54,7 +56,11 @@ async def reserve(env: NodeEnv, claim_name: str, pod: dict[str, Any]) -> None:
 
 
 async def test_a_pod_joining_a_shared_claim_while_its_last_pod_terminates_keeps_it_prepared(env: NodeEnv) -> None:
-    async with env.pod_node(pod_sync=PERIODS) as node:
+    """The second pod must join before the relist at which the first one's worker stops it: a window of one relist
+    period, as long as the machine is slow (on a loaded one the pod's first sync takes longer, and a node that
+    synced it after the first pod's unprepare would rightly prepare it anew)."""
+    relist = RELIST * load_factor()
+    async with env.pod_node(pod_sync=attrs.evolve(PERIODS, relist_period=relist)) as node:
         driver = await env.start_driver(node)
         first = await env.pod_with_claim()
         await running(env, first)
@@ -73,7 +79,7 @@ async def test_a_pod_joining_a_shared_claim_while_its_last_pod_terminates_keeps_
 
         await running(env, second)
         await gone(env, first)
-        await asyncio.sleep(RELIST)  # a relist more: the first pod's worker has finished
+        await asyncio.sleep(relist)  # a relist more: the first pod's worker has finished
         assert ok_calls(node, UNPREPARE) == 0
         assert ok_calls(node, PREPARE) == 1, "the second pod runs on the claim the first one prepared"
         assert node.manager is not None

@@ -11,8 +11,9 @@ import pytest
 
 from kubelet_dra.kubelet.release import RELEASES
 from kubelet_dra.workbench.scenarios.loader import load
-from kubelet_dra.workbench.scenarios.replayer import replay
+from kubelet_dra.workbench.scenarios.replayer import ReplayOptions, replay
 from kubelet_dra.workbench.scenarios.replayreport import failures
+from kubelet_dra.workbench.testbed.machineload import AUTO
 
 LIBRARY = Path(__file__).resolve().parents[3] / "scenarios"
 FILES = sorted(path.name for path in LIBRARY.glob("*.yaml"))
@@ -24,10 +25,12 @@ def green_file(kubelet: str) -> str:
 
 
 async def replays_green(name: str, kubelet: str) -> None:
-    """Under every release kubelet-dra emulates, but a file that pins its release only under that one."""
+    """Under every release kubelet-dra emulates, but a file that pins its release only under that one; with the
+    deadlines scaled to the machine's load, as ``replay --deadline-scale auto`` does (the suite runs on six workers,
+    often beside other work)."""
     scenario = load(LIBRARY / name)
     if scenario.node.release_pinned and scenario.node.options.release.name != kubelet:
         pytest.skip(f"pinned to kubelet {scenario.node.options.release.name}")
-    result = await replay(scenario.on(RELEASES[kubelet]))
+    result = await replay(scenario.on(RELEASES[kubelet]), ReplayOptions(deadline_scale=AUTO))
     assert result.passed, failures(result)
     assert result.results, "it ran its steps"
