@@ -132,7 +132,8 @@ def figures(runs: dict[str, dict[str, Any]]) -> list[Figure]:
 
 
 def markdown(results: dict[str, Any]) -> str:
-    """docs/replay.md's table: each library file by driver, held / skipped (why) / failed (why)."""
+    """docs/replay.md's table: each library file by driver, held (with the expectations that held only in the time a
+    real driver is given, and the file's seconds) / skipped (why) / failed (why)."""
     runs = results["drivers"]
     names = [name for name in runs if name != "reference"]
     lines = ["| file | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
@@ -143,6 +144,8 @@ def markdown(results: dict[str, Any]) -> str:
             entry = runs[name]["files"].get(file)
             word = RESULT_WORDS[entry["result"]] if entry else "not run"
             why = f": {entry['why']}" if entry and entry["result"] != "passed" else ""
+            if entry and entry["result"] == "passed" and entry["stretched"]:
+                why = f", waits stretched: {', '.join(entry['stretched'])} (file {entry['seconds']:.0f} s)"
             cells.append((word + why).replace("|", "\\|"))
         lines.append(f"| `{file}` | " + " | ".join(cells) + " |")
     totals = ["{held} held, {skipped} skipped, {failed} failed".format(**counts(runs[name])) for name in names]
