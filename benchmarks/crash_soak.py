@@ -14,7 +14,8 @@ leaked CDI spec, a valid checkpoint, no traceback in any log. Exit 1 when one br
 The seed makes the soak's own choices (which pods, when, which victim) repeatable; the processes'
 timing is the machine's.
 
-Run: ``python benchmarks/crash_soak.py [--cycles 100] [--seed 1] [--keep] [--output json]``
+Run: ``python benchmarks/crash_soak.py [--cycles 100] [--seed 1] [--keep] [--output json] [--results FILE]``;
+``--markdown FILE`` prints the table of a results file (``soak_report``) for benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -29,15 +30,14 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 from apiserver_bench import Server
-from common import Figure, load, write_json
+from common import load, provenance, write_json
 from rich.console import Console
-from rich.table import Table
+from soak_report import figures, markdown, report, rows
 from soak_verdict import FinalState, Outage, PodRecord, Verdict, driver_calls, judge, tracebacks
 
 from kubelet_dra.kubelet.cm.dra import Checkpoint
@@ -64,6 +64,8 @@ CREATE_SHARE = 0.55
 FORCED_SHARE = 0.25
 READY_TIMEOUT = 60.0
 OBSERVE_PERIOD = 0.2
+KUBELET = "1.37 emulated"
+"""The release ``kubelet-dra run`` plays by default, which the soak's node runs."""
 
 
 @attrs.frozen
@@ -354,54 +356,6 @@ async def soak(options: SoakOptions, workdir: Path) -> SoakRun:
     )
 
 
-def rows(run: SoakRun) -> list[tuple[str, str, bool | None]]:
-    """(figure, value, invariant held: None for a plain count)."""
-    v = run.verdict
-    return [
-        ("cycles (seed)", f"{run.options.cycles} ({run.options.seed})", None),
-        ("kill -9 of the node / of the driver", f"{run.kills.get('node', 0)} / {run.kills.get('driver', 0)}", None),
-        ("pods created / deleted", f"{run.pods_created} / {run.pods_deleted}", None),
-        ("… deleted while the node was down", str(run.deleted_while_node_down), None),
-        ("… deleted with grace period 0", str(run.forced), None),
-        ("NodePrepareResources calls / claims prepared", f"{v.prepare_calls} / {v.claims_prepared}", None),
-        ("NodeUnprepareResources calls / claims unprepared", f"{v.unprepare_calls} / {v.claims_unprepared}", None),
-        (
-            "allowed repeats (after a kill, a failed call, a reconcile race)",
-            f"{v.repeated_prepares} prepare, {v.repeated_unprepares} unprepare",
-            None,
-        ),
-        ("lost claims", str(v.lost_claims), v.lost_claims == 0),
-        ("double prepares", str(v.double_prepares), v.double_prepares == 0),
-        ("double unprepares", str(v.double_unprepares), v.double_unprepares == 0),
-        ("deleted pods' claims never unprepared", str(v.not_unprepared), v.not_unprepared == 0),
-        ("claims left prepared in the driver", str(v.leaked_claims), v.leaked_claims == 0),
-        ("leaked CDI specs", str(v.leaked_cdi_specs), v.leaked_cdi_specs == 0),
-        ("deleted pods left in the API", str(v.deleted_pods_left), v.deleted_pods_left == 0),
-        ("checkpoint valid", "yes" if v.checkpoint_valid else "no", v.checkpoint_valid),
-        ("checkpoint entries not of a live pod", str(v.stale_checkpoint_entries), v.stale_checkpoint_entries == 0),
-        ("tracebacks in the logs", str(v.tracebacks), v.tracebacks == 0),
-        ("settled at the end", "yes" if run.settled else f"no, within {run.options.settle:g} s", None),
-        ("wall time", f"{run.seconds:.0f} s", None),
-    ]
-
-
-def report(run: SoakRun) -> Table:
-    table = Table(title="crash soak: kill -9 of the node and of the reference driver during pod churn")
-    table.add_column("figure")
-    table.add_column("value", justify="right")
-    table.add_column("invariant")
-    for name, value, held in rows(run):
-        table.add_row(name, value, {True: "[green]held[/green]", False: "[red]BROKEN[/red]", None: ""}[held])
-    table.caption = "every figure from the driver's own records (its -v 6 log) and the state left at the end"
-    return table
-
-
-def figures(run: SoakRun) -> Sequence[Figure]:
-    return [
-        Figure("crash soak", name, value, "held" if held is not None else "", held) for name, value, held in rows(run)
-    ]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cycles", type=int, default=100, help="kill cycles (default: %(default)s)")
@@ -410,7 +364,12 @@ def main() -> int:
     parser.add_argument("--settle", type=float, default=120.0, help="seconds to settle at the end (%(default)g)")
     parser.add_argument("--keep", action="store_true", help="keep the work dir and its logs even when all held")
     parser.add_argument("--output", choices=("text", "json"), default="text")
+    parser.add_argument("--results", type=Path, help="also write the run's figures to this JSON results file")
+    parser.add_argument("--markdown", type=Path, metavar="RESULTS", help="only print the table of a results file")
     arguments = parser.parse_args()
+    if arguments.markdown:
+        print(markdown(json.loads(arguments.markdown.read_text())), end="")
+        return 0
     options = SoakOptions(
         cycles=arguments.cycles, seed=arguments.seed, max_pods=arguments.max_pods, settle=arguments.settle
     )
@@ -418,6 +377,10 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="kd-soak-", dir="/tmp"))
     run = asyncio.run(soak(options, workdir))
     held = run.verdict.held
+    if arguments.results:
+        document = {**provenance("crash_soak.py"), "kubelet": KUBELET, "load_at_start": started_load}
+        document |= {"held": held, "rows": [list(row) for row in rows(run)], "run": attrs.asdict(run)}
+        arguments.results.write_text(json.dumps(document, indent=1) + "\n")
     if arguments.output == "json":
         write_json({"loadAtStart": started_load, "run": attrs.asdict(run)}, figures(run))
     else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -122,9 +123,11 @@ def test_the_driver_log_gives_each_call_and_the_claims_it_answered_ok() -> None:
     assert unanswered.ok == frozenset() and unanswered.at - first.at == 1.0
 
 
-async def test_a_short_soak_keeps_every_invariant() -> None:
+async def test_a_short_soak_keeps_every_invariant_and_writes_its_results_file(tmp_path: Path) -> None:
+    results = tmp_path / "soak.json"
+    soak = (str(BENCHMARKS / "crash_soak.py"), "--cycles", "3", "--settle", "60")
     process = await asyncio.create_subprocess_exec(
-        *(sys.executable, str(BENCHMARKS / "crash_soak.py"), "--cycles", "3", "--settle", "60", "--output", "json"),
+        *(sys.executable, *soak, "--output", "json", "--results", str(results)),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
@@ -133,3 +136,11 @@ async def test_a_short_soak_keeps_every_invariant() -> None:
     run = json.loads(out)["run"]
     assert sum(run["kills"].values()) >= 3 and run["pods_created"] > 0
     assert run["verdict"]["prepare_calls"] > 0 and run["settled"]
+    written = json.loads(results.read_text())
+    assert written["held"] and written["command"].endswith(f"--results {results}")
+    rows = {name: value for name, value, _held in written["rows"]}
+    assert rows["cycles (seed)"] == "3 (1)" and rows["lost claims"] == "0"
+    table = subprocess.run(
+        [sys.executable, soak[0], "--markdown", str(results)], capture_output=True, text=True, check=True
+    ).stdout
+    assert "| lost claims | 0 | held |" in table and table.startswith(f"`{written['command']}` on ")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -18,6 +19,7 @@ TABLES = {
     # marker: (page, the script that measures and prints the table, its results file)
     "replay-drivers": ("docs/replay.md", "replay_drivers", "replay_drivers.json"),
     "conformance-drivers": ("docs/conformance.md", "conformance_drivers", "conformance_drivers.json"),
+    "crash-soak": ("benchmarks/README.md", "crash_soak", "crash_soak.json"),
 }
 
 
@@ -45,3 +47,25 @@ def test_every_library_file_has_a_row_for_every_real_driver() -> None:
 def test_every_conformance_row_is_measured() -> None:
     results = json.loads((RESULTS / "conformance_drivers.json").read_text())
     assert list(results["rows"]) == list(_script("conformance_drivers").ROWS), "one measured run per row"
+
+
+def test_the_readme_s_crash_soak_sentence_is_the_results_file_s() -> None:
+    """README states the soak's headline; the results file of the run it quotes must say the same."""
+    results = json.loads((RESULTS / "crash_soak.json").read_text())
+    rows = {name: (value, held) for name, value, held in results["rows"]}
+    sentence = re.search(
+        r"(\d+) cycles of `kill -9` of the node and of the driver during\s+pod churn"
+        r" \(`python benchmarks/crash_soak.py`\) left (\d+) lost, (\d+) double-prepared and (\d+)\s+double-unprepared"
+        r" claims, (\d+) leaked CDI specs? and a\s+valid checkpoint",
+        (REPO / "README.md").read_text(),
+    )
+    assert sentence, "README's crash soak sentence"
+    cycles, lost, double_prepares, double_unprepares, cdi = sentence.groups()
+    assert rows["cycles (seed)"][0].split()[0] == cycles
+    assert (lost, double_prepares, double_unprepares, cdi) == (
+        rows["lost claims"][0],
+        rows["double prepares"][0],
+        rows["double unprepares"][0],
+        rows["leaked CDI specs"][0],
+    )
+    assert rows["checkpoint valid"] == ("yes", True) and results["held"]
