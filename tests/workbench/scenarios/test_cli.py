@@ -164,52 +164,34 @@ def test_jobs_below_one_is_a_usage_error():
     assert done.returncode == 2 and "--jobs 0" in done.stderr and "Traceback" not in done.stderr
 
 
-TIGHT = """\
-apiVersion: kubelet-dra.dev/v1alpha1
-kind: Scenario
-metadata: {name: tight}
-timing: {within: 20ms}
-drivers:
-  - {id: gpu, name: gpu.example.com, reference: {devices: 1}}
-objects:
-  - apiVersion: resource.k8s.io/v1
-    kind: DeviceClass
-    metadata: {name: gpu.example.com}
-    spec: {selectors: [{cel: {expression: "device.driver == 'gpu.example.com'"}}]}
-  - apiVersion: resource.k8s.io/v1
-    kind: ResourceClaimTemplate
-    metadata: {name: one-gpu, namespace: default}
-    spec: {spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}}
-steps:
-  - createPod: {name: p1, templates: {gpu: one-gpu}}
-  - expect:
-      - name: runs at once
-        pod: {pod: p1, phase: Running}
-"""
+def tight(tmp_path: Path) -> Path:
+    """The library's pod lifecycle with every deadline 20 ms: a pod takes longer than that to run anywhere."""
+    text = (LIBRARY / "pod-lifecycle.yaml").read_text()
+    assert "within: 3s}" in text
+    path = tmp_path / "tight.yaml"
+    path.write_text(text.replace("within: 3s}", "within: 20ms}"))
+    return path
 
 
 def test_a_deadline_scale_lets_a_late_expectation_pass_and_the_report_says_so(tmp_path: Path):
-    """A pod takes longer than 20 ms to run anywhere: the file's deadline fails it, a scale of 500 gives it 10 s."""
-    tight = tmp_path / "tight.yaml"
-    tight.write_text(TIGHT)
-    done = replay(str(tight))
+    """The file's 20 ms fail the pod; a scale of 500 gives it 10 s."""
+    done = replay(str(tight(tmp_path)))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "not within 0.02 s" in done.stdout
-    done = replay(str(tight), "--deadline-scale", "500")
+    done = replay(str(tight(tmp_path)), "--deadline-scale", "500")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "deadlines ×500 (--deadline-scale)" in done.stdout
-    assert "✓ runs at once" in done.stdout and "past the file's 0.02 s: stretched" in done.stdout
-    done = replay(str(tight), "--deadline-scale", "500", "--output", "json")
+    running = next(line for line in done.stdout.splitlines() if "pod p1 phase=Running" in line)
+    assert running.lstrip().startswith("✓") and "past the file's 0.02 s: stretched" in running
+    done = replay(str(tight(tmp_path)), "--deadline-scale", "500", "--output", "json")
     (scenario,) = json.loads(done.stdout)["scenarios"]
     assert scenario["note"] == "deadlines ×500 (--deadline-scale)"
-    assert [step["stretched"] for step in scenario["steps"] if step["kind"] == "expectation"] == [True]
-    assert "past the file's 0.02 s: stretched" in scenario["steps"][-1]["message"]
+    (step,) = [step for step in scenario["steps"] if "pod p1 phase=Running" in step["name"]]
+    assert step["stretched"] and "past the file's 0.02 s: stretched" in step["message"]
 
 
 def test_auto_reads_the_machines_load_and_a_scale_below_one_is_a_usage_error(tmp_path: Path):
-    tight = tmp_path / "tight.yaml"
-    tight.write_text(TIGHT)
-    done = replay(str(tight), "--deadline-scale", "auto", "--output", "json")
+    done = replay(str(tight(tmp_path)), "--deadline-scale", "auto", "--output", "json")
     assert done.returncode in (0, 1), done.stderr
     (scenario,) = json.loads(done.stdout)["scenarios"]
     assert scenario["note"] == "" or "load average" in scenario["note"], "a scaled run names the load it read"
