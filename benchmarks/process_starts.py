@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+from common import load
 
 MODULES = {
     "python alone": "",
@@ -42,8 +43,7 @@ def main() -> int:
     medians = {
         name: round(statistics.median(cpu_of(code) for _ in range(args.runs)), 2) for name, code in MODULES.items()
     }
-    load = " ".join(f"{value:.2f}" for value in os.getloadavg())
-    args.results.write_text(json.dumps({"runs": args.runs, "load": load, "cpu_s": medians}, indent=1) + "\n")
+    args.results.write_text(json.dumps({"runs": args.runs, "load": load(), "cpu_s": medians}, indent=1) + "\n")
     print(f"{'import':<40} {'CPU s (median)':>15}")
     for name, value in medians.items():
         print(f"{name:<40} {value:>15.2f}")

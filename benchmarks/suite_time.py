@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common import load
+
 REPO = Path(__file__).resolve().parents[1]
 
 HOOK = """
@@ -118,7 +120,7 @@ def summarise(log: Path, output: str, wall: float, cpu: float, pytest_args: list
     problems = [line for line in output.splitlines() if re.match(r"(FAILED|ERROR) \S", line)]
     return {
         "pytest_args": pytest_args,
-        "load": " ".join(f"{value:.2f}" for value in os.getloadavg()),
+        "load": load(),
         "summary": summary,
         "problems": problems,
         "wall_s": round(wall, 1),

@@ -189,12 +189,12 @@ def kinds(records: Iterable[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     return list(found.values())
 
 
-def recording_lines(records: Iterable[dict[str, Any]], *, named: bool) -> list[str]:
-    """A recording's lines: driver by driver in name order (each line led by the driver's name when ``named``), each
-    driver's kinds apart (``kinds``), placeholders numbered across the file."""
+def recording_lines(drivers: dict[str, list[dict[str, Any]]], *, named: bool) -> list[str]:
+    """A recording's lines from its records ``by_driver``: driver by driver in name order (each line led by the
+    driver's name when ``named``), each driver's kinds apart (``kinds``), placeholders numbered across the file."""
     names = _Placeholders()
     lines: list[str] = []
-    for driver, found in sorted(by_driver(records).items()):
+    for driver, found in sorted(drivers.items()):
         for group in kinds(found):
             lines += [f"{driver}: {line}" if named else line for line in call_lines(group, names=names)]
     return lines
@@ -227,11 +227,11 @@ class CallsDiff:
 
 def diff(a: str | Path, b: str | Path) -> CallsDiff:
     """The two files' lines, each led by its driver's name when the two together name more than one driver."""
-    a_records, b_records = load(a), load(b)
-    named = len(by_driver(a_records).keys() | by_driver(b_records).keys()) > 1
+    a_drivers, b_drivers = by_driver(load(a)), by_driver(load(b))
+    named = len(a_drivers.keys() | b_drivers.keys()) > 1
     return CallsDiff(
         str(a),
         str(b),
-        tuple(recording_lines(a_records, named=named)),
-        tuple(recording_lines(b_records, named=named)),
+        tuple(recording_lines(a_drivers, named=named)),
+        tuple(recording_lines(b_drivers, named=named)),
     )

@@ -208,7 +208,8 @@ class DriverProcess:
                     fix="check the driver command (the program must exist and be executable)",
                 ) from err
         self.starts += 1
-        self._log.info("Started driver", pid=self._process.pid, start=self.starts)
+        how = "forked" if isinstance(self._process, ForkedProcess) else "exec"
+        self._log.info("Started driver", pid=self._process.pid, start=self.starts, how=how)
 
     async def _forked(self, env: Mapping[str, str], log: int) -> ForkedProcess | None:
         """The reference driver forked from the fork server (``forked``); ``None``: exec it."""

@@ -19,14 +19,19 @@ def cpus() -> int:
         return os.cpu_count() or 1
 
 
-def load_factor() -> float:
-    """The one-minute load average per CPU, at least 1: roughly how many times longer a step takes than on an idle
-    machine, since each runnable process gets that share of a core."""
+def load_average() -> float | None:
+    """The one-minute load average, or None where the platform keeps none."""
     try:
-        load = os.getloadavg()[0]
-    except OSError:  # no load average on this platform
-        return 1.0
-    return max(1.0, load / cpus())
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
+def load_factor(load: float | None = None) -> float:
+    """The one-minute load average per CPU, at least 1: roughly how many times longer a step takes than on an idle
+    machine, since each runnable process gets that share of a core. ``load`` is a reading already taken."""
+    load = load_average() if load is None else load
+    return 1.0 if load is None else max(1.0, load / cpus())
 
 
 @attrs.frozen
@@ -41,11 +46,9 @@ class DeadlineScale:
         """``setting`` is a factor (at least 1) or ``auto`` (``load_factor`` now)."""
         if setting != AUTO:
             return cls(float(setting), "--deadline-scale")
-        try:
-            load = f"load average {os.getloadavg()[0]:.1f}"
-        except OSError:
-            load = "no load average"
-        return cls(load_factor(), f"{load} on {cpus()} CPU(s)")
+        load = load_average()
+        why = "no load average" if load is None else f"load average {load:.1f}"
+        return cls(load_factor(load), f"{why} on {cpus()} CPU(s)")
 
     def note(self) -> str:
         """What a report says of a run whose deadlines were scaled; nothing when they were not."""

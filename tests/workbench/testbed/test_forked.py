@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from kubelet_dra.peers import log
 from kubelet_dra.peers.errors import StateError
 from kubelet_dra.workbench.testbed import DriverSpec, Testbed, objects
 from kubelet_dra.workbench.testbed.forked import AVAILABLE, DRIVER_FORK_SERVER, ENABLE
@@ -20,6 +23,21 @@ pytestmark = pytest.mark.skipif(not AVAILABLE, reason="this platform has no pidf
 
 FORKED = {ENABLE: "1"}
 """The suite's conftest sets it for every test; said here too, since these tests are about it."""
+
+
+@pytest.fixture
+def started() -> Iterator[io.StringIO]:
+    """The testbed's log, where each driver start says how the driver was started."""
+    stream = io.StringIO()
+    log.configure(0, stream)
+    try:
+        yield stream
+    finally:
+        log.configure(0)
+
+
+def _how(stream: io.StringIO) -> list[str]:
+    return [line.split("how=")[1].split()[0] for line in stream.getvalue().splitlines() if "Started driver" in line]
 
 
 def _parent(pid: int) -> int:
@@ -33,7 +51,9 @@ def _state(pid: int) -> str:
         return "gone"
 
 
-async def test_the_reference_driver_is_forked_into_its_own_session_with_its_environment_and_output():
+async def test_the_reference_driver_is_forked_into_its_own_session_with_its_environment_and_output(
+    started: io.StringIO,
+):
     async with Testbed() as bed:
         driver = await bed.add_driver(DriverSpec(GPU, env={**FORKED, "KUBELET_DRA_DEVICES": "3"}))
         assert driver.pid is not None
@@ -46,6 +66,7 @@ async def test_the_reference_driver_is_forked_into_its_own_session_with_its_envi
         assert bed.node.plugins.usable(GPU), "it registered over its real sockets"
         assert await driver.stop() == 0, "SIGTERM: the driver's own clean exit code"
         assert "--- start 1:" in driver.log_path.read_text()
+    assert _how(started) == ["forked"], "the log says the driver was forked"
 
 
 async def test_a_killed_forked_driver_reports_the_signal_and_a_restart_forks_a_new_process():
@@ -70,7 +91,7 @@ async def test_a_forked_driver_that_exits_by_itself_is_reported_with_its_code_an
     shutil.rmtree(bed.workdir)
 
 
-async def test_other_commands_and_other_interpreter_settings_are_execed():
+async def test_other_commands_and_other_interpreter_settings_are_execed(started: io.StringIO):
     argv = [sys.executable, "-m", "kubelet_dra", "driver", "--driver-name", GPU]
     assert DRIVER_FORK_SERVER.forkable(argv, {**os.environ, ENABLE: "1"})
     assert not DRIVER_FORK_SERVER.forkable(argv, {**os.environ, ENABLE: ""}), "only when asked for"
@@ -86,6 +107,7 @@ async def test_other_commands_and_other_interpreter_settings_are_execed():
         driver = await bed.add_driver(DriverSpec(GPU, env={**FORKED, "PYTHONNOUSERSITE": other}))
         assert driver.pid is not None and _parent(driver.pid) == os.getpid(), "exec'd by this process"
         assert bed.node.plugins.usable(GPU)
+    assert _how(started) == ["exec"], "the log says the driver was exec'd"
 
 
 async def test_a_fork_server_that_died_is_started_again_at_the_next_start():
