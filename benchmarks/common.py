@@ -1,4 +1,5 @@
-"""What the benchmark scripts share: percentiles, the machine's load, the figures the one command tabulates.
+"""What the benchmark scripts share: percentiles, the machine's load, the figures the one command tabulates, the
+results files the pages' tables are generated from.
 
 Each script prints its own table and, with ``--output json``, a document whose ``figures`` list
 ``python -m benchmarks`` gathers into one table: a figure, its target, met or not, and the spread
@@ -7,6 +8,7 @@ of the script's runs.
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import json
 import os
@@ -20,6 +22,8 @@ from types import ModuleType
 from typing import Any
 
 import attrs
+
+from kubelet_dra.workbench.testbed.machineload import cpus
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -64,7 +68,7 @@ def provenance(script: str) -> dict[str, str]:
     return {
         "command": " ".join([f"python benchmarks/{script}", *sys.argv[1:]]),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores, load {load()}",
+        "machine": f"{platform.machine()}, {cpus()} cores, load {load()}",
         "python": platform.python_version(),
     }
 
@@ -88,6 +92,47 @@ def spread(values: Sequence[float], unit: str = "ms", scale: float = 1e3) -> str
 def write_json(document: dict[str, Any], figures: Sequence[Figure]) -> None:
     json.dump({**document, "load": load(), "figures": [attrs.asdict(f) for f in figures]}, sys.stdout, indent=2)
     sys.stdout.write("\n")
+
+
+def add_results_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--results FILE`` and ``--markdown RESULTS``: the flags of a script whose figures a page shows."""
+    parser.add_argument("--results", type=Path, metavar="FILE", help="also write the figures, and how, to FILE")
+    parser.add_argument(
+        "--markdown", type=Path, metavar="RESULTS", help="only print the Markdown table of a results file and exit"
+    )
+
+
+def print_markdown_and_exit(arguments: argparse.Namespace) -> None:
+    """``--markdown RESULTS``: print the page's table of a results file instead of measuring."""
+    if arguments.markdown:
+        sys.stdout.write(markdown(json.loads(arguments.markdown.read_text())))
+        raise SystemExit(0)
+
+
+def save_results(
+    path: Path | None, script: str, document: dict[str, Any], figures: Sequence[Figure], load_at_start: str
+) -> None:
+    """``--results FILE``: the figures with the command that measured them, when, on what machine and load."""
+    if path is not None:
+        found = {**provenance(script), **document, "load_at_start": load_at_start, "load_at_end": load()}
+        path.write_text(json.dumps({**found, "figures": [attrs.asdict(f) for f in figures]}, indent=1) + "\n")
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """A results file's figures as the Markdown table a page carries between its markers, led by how they were
+    measured."""
+    lines = [
+        f"`{results['command']}` on {results['date'][:10]}: {results['machine']} at its start"
+        f" ({results['load_at_end']} at its end), Python {results['python']}.",
+        "",
+        "| figure | value | target | met | spread / notes |",
+        "|---|---:|---|---|---|",
+    ]
+    verdicts = {True: "**met**", False: "**not met**", None: ""}
+    for figure in results["figures"]:
+        cells = [figure["name"], figure["value"], figure["target"], verdicts[figure["met"]], figure["spread"]]
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def interop_bin(interop: ModuleType) -> Path:

@@ -13,7 +13,8 @@ kubelet keeps one per driver.
 Target: the tap adds at most 2 ms to a call at p50 (one more gRPC hop through a Python process); p99 is
 shown beside it, but on a shared 2-core machine it measures the load more than the tap.
 
-Run: ``python benchmarks/tap_bench.py [--calls N] [--output json]``
+Run: ``python benchmarks/tap_bench.py [--calls N] [--output json] [--results FILE]``; ``--markdown RESULTS`` prints
+benchmarks/README.md's table of a results file.
 """
 
 from __future__ import annotations
@@ -28,7 +29,15 @@ import time
 from pathlib import Path
 
 import grpc
-from common import Figure, Percentiles, load, write_json
+from common import (
+    Figure,
+    Percentiles,
+    add_results_arguments,
+    load,
+    print_markdown_and_exit,
+    save_results,
+    write_json,
+)
 from rich.console import Console
 from rich.table import Table
 
@@ -145,7 +154,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=1000, metavar="N", help="calls timed per way (default: 1000)")
     parser.add_argument("--output", choices=("text", "json"), default="text")
+    add_results_arguments(parser)
     args = parser.parse_args()
+    print_markdown_and_exit(args)
     if args.calls < 2:
         parser.error("--calls must be at least 2 to give percentiles")
     load_at_start = load()
@@ -155,6 +166,7 @@ def main() -> None:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     result = figures(samples)
+    save_results(args.results, "tap_bench.py", {"calls": args.calls}, result, load_at_start)
     if args.output == "json":
         write_json({"calls": args.calls, "loadAtStart": load_at_start}, result)
         return

@@ -1,6 +1,8 @@
 """The docs' tables of measured results are the ones their results files give, as the measuring scripts print them.
 
 Each table sits between two markers on its page; ``python benchmarks/SCRIPT --markdown RESULTS`` regenerates it.
+A script with a table of its own prints it (``TABLES``); the others print their figures as one table
+(``common.markdown``, ``FIGURES``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ TABLES = {
     "conformance-drivers": ("docs/conformance.md", "conformance_drivers", "conformance_drivers.json"),
     "crash-soak": ("benchmarks/README.md", "crash_soak", "crash_soak.json"),
 }
+FIGURES = ["tap_bench"]
+"""Scripts whose figures benchmarks/README.md shows between ``<!-- SCRIPT: begin/end -->``, from results/SCRIPT.json."""
 
 
 def _script(name: str):
@@ -28,13 +32,25 @@ def _script(name: str):
     return importlib.import_module(name)
 
 
+def _between(page: str, marker: str) -> str:
+    text = (REPO / page).read_text()
+    assert f"<!-- {marker}: begin -->\n" in text and f"<!-- {marker}: end -->\n" in text, f"{page}: {marker}'s markers"
+    return text.split(f"<!-- {marker}: begin -->\n", 1)[1].split(f"<!-- {marker}: end -->\n", 1)[0]
+
+
 @pytest.mark.parametrize("marker", sorted(TABLES))
 def test_the_page_s_table_is_the_results_file_s(marker: str) -> None:
     page, script, results = TABLES[marker]
-    text = (REPO / page).read_text()
-    table = text.split(f"<!-- {marker}: begin -->\n", 1)[1].split(f"<!-- {marker}: end -->\n", 1)[0]
     expected = _script(script).markdown(json.loads((RESULTS / results).read_text()))
-    assert table == expected, f"regenerate: python benchmarks/{script}.py --markdown benchmarks/results/{results}"
+    regenerate = f"regenerate: python benchmarks/{script}.py --markdown benchmarks/results/{results}"
+    assert _between(page, marker) == expected, regenerate
+
+
+@pytest.mark.parametrize("script", FIGURES)
+def test_the_benchmarks_figures_are_the_results_file_s(script: str) -> None:
+    expected = _script("common").markdown(json.loads((RESULTS / f"{script}.json").read_text()))
+    regenerate = f"regenerate: python benchmarks/{script}.py --markdown benchmarks/results/{script}.json"
+    assert _between("benchmarks/README.md", script) == expected, regenerate
 
 
 def test_every_library_file_has_a_row_for_every_real_driver() -> None:
