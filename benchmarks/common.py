@@ -63,12 +63,17 @@ def load() -> str:
     return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
+def machine(load_averages: str) -> str:
+    """The machine a figure was measured on, and its load then."""
+    return f"{platform.machine()}, {cpus()} cores, load {load_averages}"
+
+
 def provenance(script: str) -> dict[str, str]:
     """What a results file says of how it was made: the command, when, on what machine, which Python."""
     return {
         "command": " ".join([f"python benchmarks/{script}", *sys.argv[1:]]),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "machine": f"{platform.machine()}, {cpus()} cores, load {load()}",
+        "machine": machine(load()),
         "python": platform.python_version(),
     }
 
@@ -114,7 +119,7 @@ def save_results(
 ) -> None:
     """``--results FILE``: the figures with the command that measured them, when, on what machine and load."""
     if path is not None:
-        found = {**provenance(script), **document, "load_at_start": load_at_start, "load_at_end": load()}
+        found = {**provenance(script), "machine": machine(load_at_start), **document, "load_at_end": load()}
         path.write_text(json.dumps({**found, "figures": [attrs.asdict(f) for f in figures]}, indent=1) + "\n")
 
 
