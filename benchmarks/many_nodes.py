@@ -11,17 +11,18 @@ gpu.example.com --devices 1`` process (its reference drivers: one process per 50
   are created unbound and the real scheduler places them, one per node (each node has one device).
 
 Measured: the time from start until every Node is Ready and every node's ResourceSlice is published;
-the memory (RSS) of every kubelet-dra process (``run``, the drivers, the embedded API server, the offline
-control plane), in all and per node; their CPU over a quiet window once all are Ready (heartbeats, leases,
-watches); then
-one pod per node with a claim from a template: pods/s until all are Running, then after their deletion
-pods/s until all are gone.
+each process's memory (RSS once all are Ready, its peak at the end) and CPU seconds from start to all Ready,
+over a quiet window once all are Ready (heartbeats, Leases, watches) and while one pod per node with a claim
+from a template starts and goes (pods/s until all are Running, then after their deletion until all are gone);
+the seconds ``run`` takes to stop. The processes are kubelet-dra's (``run``, its drivers, the embedded API
+server, the offline control plane) and the real control plane's programs. Targets and tables:
+``many_nodes_report.py``. The results file is what benchmarks/README.md's tables are generated from::
 
-Targets (1,000 nodes, 2 cores): all Ready with slices in ≤ 120 s, ≤ 3 MB per node, steady state under
-one core.
+    python benchmarks/many_nodes.py --nodes 10,1000 --apiservers real,embedded --steady 20 \\
+        --results benchmarks/results/many_nodes.json
+    python benchmarks/many_nodes.py --markdown benchmarks/results/many_nodes.json   # the README's tables
 
-Run: ``python benchmarks/many_nodes.py [--nodes 10,100,1000] [--apiservers embedded,real] [--keep] [--output json]``
-(``--keep``: the work dirs stay, with ``run.log`` and ``controlplane.log``, at ``-v`` of ``--verbosity``.)
+``--keep``: the work dirs stay, with ``run.log`` and ``controlplane.log``, at ``-v`` of ``--verbosity``.
 """
 
 from __future__ import annotations
@@ -29,19 +30,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import attrs
-from common import Figure, load, realk8s, write_json
-from rich.console import Console
-from rich.table import Table
+from common import interop_bin, load, provenance, realk8s, write_json
+from many_nodes_report import PHASES, figures, markdown
 
 from kubelet_dra.peers.kube.client import KubeClient
 from kubelet_dra.workbench.testbed import manifests, objects
@@ -49,39 +52,18 @@ from kubelet_dra.workbench.testbed import manifests, objects
 DRIVER = "gpu.example.com"
 TEMPLATE = "one-gpu"
 NAMESPACE = objects.DEFAULT_NAMESPACE
-TARGET_READY_SECONDS = 120.0
-TARGET_MB_PER_NODE = 3.0
-TARGET_CORES = 1.0
 STEP_TIMEOUT = 900.0
 POLL = 1.0
+SETTLE = 5.0
+"""Seconds at most between all Ready and the quiet window, for the starts to settle."""
 REQUESTS_AT_ONCE = 16
 """Pods created (and deleted) at the same time: one after the other, a loaded API server's answer took 0.2 s, so
 a thousand pods took minutes to create and the figure measured the benchmark, not the nodes."""
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-@attrs.frozen
-class FleetRun:
-    apiserver: str
-    nodes: int
-    ready: float
-    """Seconds from start to every Node Ready and every node's ResourceSlice published."""
-    rss_mb: float
-    """Resident memory of every kubelet-dra process once all were Ready."""
-    peak_mb: float
-    """Sum of each kubelet-dra process's peak resident memory (VmHWM) at the end."""
-    processes: int
-    steady_cores: float
-    """CPU of the kubelet-dra processes over the quiet window, in cores."""
-    running: float
-    gone: float
-    least_ready: int
-    """The fewest Nodes Ready at any look while the pods started and went: a node whose Lease or status went
-    stale under the load shows here."""
-
-    @property
-    def mb_per_node(self) -> float:
-        return self.rss_mb / self.nodes
+REAL_PROGRAMS = ("etcd", "apiserver", "scheduler", "controller-manager")
+"""The real control plane's pid files (``DIR/NAME.pid``, as ``start-control-plane`` writes them): etcd, kube-NAME."""
+PHASE_MARKS = {"start": ("begin", "ready"), "steady": ("quiet", "quiet end"), "pods": ("pods", "gone")}
+"""Each phase of ``PHASES`` between two of the looks at every process's CPU seconds."""
 
 
 def tree(pid: int) -> list[int]:
@@ -104,13 +86,12 @@ def status_kib(pid: int, field: str) -> int:
     return 0
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / CLOCK_TICKS
+def cpu_seconds(pid: int) -> float:
+    """A process's user and system CPU seconds so far (0 once it is gone)."""
+    with contextlib.suppress(OSError):
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+    return 0.0
 
 
 async def until(check: Callable[[], Awaitable[bool]], what: str, poll: float = POLL) -> None:
@@ -135,9 +116,56 @@ async def ready_with_slices(kube: KubeClient, size: int) -> bool:
     return len(pools) >= size and await ready_nodes(kube) >= size
 
 
+def role(pid: int) -> str:
+    """The kubelet-dra command a process runs (``run``, ``driver``, ``apiserver``, ``controlplane``)."""
+    with contextlib.suppress(OSError):
+        words = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        for index, word in enumerate(words[:-1]):
+            if word == "kubelet_dra" or word.endswith("kubelet_dra/__main__.py"):
+                return words[index + 1]
+    return "other"
+
+
+@attrs.define
+class Watch:
+    """The processes measured: kubelet-dra's (every process below ``roots``) and the real control plane's programs
+    (``others``, by name); every process's CPU seconds at each mark between the phases."""
+
+    others: dict[int, str]
+    roots: list[int] = attrs.Factory(list)
+    marks: dict[str, dict[int, float]] = attrs.Factory(dict)
+
+    def roles(self) -> dict[int, tuple[str, bool]]:
+        """Each process's role, and whether it is kubelet-dra's."""
+        found = {pid: (role(pid), True) for root in self.roots for pid in tree(root)}
+        return found | {pid: (name, False) for pid, name in self.others.items()}
+
+    def mark(self, name: str) -> None:
+        self.marks[name] = {pid: cpu_seconds(pid) for pid in self.roles()}
+
+    def processes(self, rest: dict[int, float], peak: dict[int, float]) -> dict[str, dict[str, Any]]:
+        """Each role's processes, resident memory at rest, peaks and CPU seconds by phase, summed: ``run`` first."""
+        found: dict[str, dict[str, Any]] = {}
+        for pid, (name, ours) in self.roles().items():
+            entry = found.setdefault(
+                name, {"ours": ours, "count": 0, "rss_mb": 0.0, "peak_mb": 0.0, "cpu_s": dict.fromkeys(PHASES, 0.0)}
+            )
+            entry["count"] += 1
+            entry["rss_mb"] = round(entry["rss_mb"] + rest.get(pid, 0.0), 1)
+            entry["peak_mb"] = round(entry["peak_mb"] + peak.get(pid, 0.0), 1)
+            for phase, (begin, end) in PHASE_MARKS.items():
+                spent = self.marks[end].get(pid, 0.0) - self.marks[begin].get(pid, 0.0)
+                entry["cpu_s"][phase] = round(entry["cpu_s"][phase] + spent, 2)
+        return dict(sorted(found.items(), key=lambda item: (not item[1]["ours"], item[0] != "run", item[0])))
+
+    def memory_mb(self, field: str) -> dict[int, float]:
+        """``VmRSS`` or ``VmHWM`` of every process, in MB."""
+        return {pid: status_kib(pid, field) / 1024 for pid in self.roles()}
+
+
 @attrs.frozen
 class Cluster:
-    """Where the fleet runs: the flags ``run`` gets, the admin kubeconfig, and a kubelet-dra control plane's pids."""
+    """Where the fleet runs: the flags ``run`` gets, the admin kubeconfig, and the real control plane's programs."""
 
     name: str
     flags: tuple[str, ...]
@@ -146,6 +174,8 @@ class Cluster:
     """Pods are created on their node (no scheduler)."""
     poll: float = POLL
     """Seconds between the benchmark's lists of every Node, slice and pod."""
+    programs: dict[int, str] = attrs.Factory(dict)
+    """The real control plane's processes, by pid: their memory and CPU are measured beside kubelet-dra's."""
 
 
 @contextlib.asynccontextmanager
@@ -154,7 +184,7 @@ async def cluster(name: str, nodes: list[str], workdir: Path) -> AsyncIterator[C
         admin = workdir / "kubeconfig"
         # No --sync-frequency: a pod is synced again when the control plane marks its claims reserved, and a thousand
         # pods resynced every half second keep the one process busy.
-        flags = ("--kubeconfig-out", str(admin), "--pod-back-off-period", "0.5")
+        flags: tuple[str, ...] = ("--kubeconfig-out", str(admin), "--pod-back-off-period", "0.5")
         # Lists of a thousand Nodes or pods are work for the Python server beside the nodes: one every 2 s.
         yield Cluster(name, flags, admin, True, poll=2.0)
         return
@@ -167,14 +197,19 @@ async def cluster(name: str, nodes: list[str], workdir: Path) -> AsyncIterator[C
         # The kubelet's own pod sync periods: the scheduler binds a pod once its claim is allocated, so its first
         # prepare succeeds, and a thousand running pods resynced every 0.5 s would be 2,000 syncs a second.
         flags = ("--kubeconfig", str(plane.dir / "kubeconfig-node-{node}"))
-        yield Cluster(name, flags, plane.kubeconfig, False)
+        pids = {int((plane.dir / f"{name}.pid").read_text()): name for name in REAL_PROGRAMS}
+        programs = {pid: name if name == "etcd" else f"kube-{name}" for pid, name in pids.items()}
+        yield Cluster(name, flags, plane.kubeconfig, False, programs=programs)
     finally:
         interop.stop_control_plane(plane_dir)
 
 
-async def one_fleet(apiserver: str, size: int, steady: float, workdir: Path, verbosity: int) -> FleetRun:
+async def one_fleet(apiserver: str, size: int, steady: float, workdir: Path, verbosity: int) -> dict[str, Any]:
+    """One fleet's figures, as the results file keeps them (``many_nodes_report`` derives the totals)."""
     names = [f"sim-{index}" for index in range(size)]
     async with cluster(apiserver, names, workdir) as where, contextlib.AsyncExitStack() as logs:
+        watch, loads = Watch(where.programs), {"start": load()}
+        watch.mark("begin")
         start = time.monotonic()
         run = await asyncio.create_subprocess_exec(
             *(sys.executable, "-m", "kubelet_dra", "run", "-v", str(verbosity), "--nodes", f"sim-{{0..{size - 1}}}"),
@@ -183,6 +218,7 @@ async def one_fleet(apiserver: str, size: int, steady: float, workdir: Path, ver
             stdout=asyncio.subprocess.DEVNULL,
             stderr=logs.enter_context((workdir / "run.log").open("wb")),
         )
+        watch.roots.append(run.pid)
         helpers: list[asyncio.subprocess.Process] = []
         kube: KubeClient | None = None
         try:
@@ -196,6 +232,8 @@ async def one_fleet(apiserver: str, size: int, steady: float, workdir: Path, ver
             kube = KubeClient.from_kubeconfig(str(where.admin), connections=REQUESTS_AT_ONCE)
             await until(lambda: ready_with_slices(kube, size), "all nodes Ready with slices", where.poll)
             ready = time.monotonic() - start
+            watch.mark("ready")
+            loads["ready"] = load()
             if where.bound:
                 controlplane = await asyncio.create_subprocess_exec(
                     *(sys.executable, "-m", "kubelet_dra", "controlplane", "-v", str(verbosity)),
@@ -204,13 +242,16 @@ async def one_fleet(apiserver: str, size: int, steady: float, workdir: Path, ver
                     stderr=logs.enter_context((workdir / "controlplane.log").open("wb")),
                 )
                 helpers.append(controlplane)
-            await asyncio.sleep(min(steady, 5.0))  # let the starts settle before the quiet window
-            pids = tree(run.pid) + [helper.pid for helper in helpers]
-            rss = sum(status_kib(pid, "VmRSS") for pid in pids) / 1024
-            before, started = cpu_seconds(pids), time.monotonic()
+                watch.roots.append(controlplane.pid)
+            await asyncio.sleep(min(steady, SETTLE))
+            rest = watch.memory_mb("VmRSS")
+            watch.mark("quiet")
+            quiet = time.monotonic()
             await asyncio.sleep(steady)
-            cores = (cpu_seconds(pids) - before) / (time.monotonic() - started)
+            watch.mark("quiet end")
+            steady_s = time.monotonic() - quiet
 
+            watch.mark("pods")
             await objects.apply(kube, manifests.device_class(DRIVER))
             await objects.apply(kube, manifests.claim_template(TEMPLATE, DRIVER))
             created = time.monotonic()
@@ -242,16 +283,36 @@ async def one_fleet(apiserver: str, size: int, steady: float, workdir: Path, ver
 
             await until(all_gone, "pods gone", where.poll)
             gone = time.monotonic() - removed
-            pids = tree(run.pid) + [helper.pid for helper in helpers]
-            peak = sum(status_kib(pid, "VmHWM") for pid in pids) / 1024
+            watch.mark("gone")
+            processes = watch.processes(rest, watch.memory_mb("VmHWM"))
+            loads["end"] = load()
+            stop_s = [await stop(process) for process in (*helpers, run)][-1]
         finally:
             if kube is not None:
                 kube.close()
             for process in (*helpers, run):
-                if process.returncode is None:
-                    process.terminate()
-                await process.wait()
-    return FleetRun(apiserver, size, ready, rss, peak, len(pids), cores, running, gone, least_ready)
+                await stop(process)
+    return {
+        "apiserver": apiserver,
+        "nodes": size,
+        "ready_s": round(ready, 1),
+        "steady_s": round(steady_s, 2),
+        "running_s": round(running, 1),
+        "gone_s": round(gone, 1),
+        "stop_s": round(stop_s, 1),
+        "least_ready": least_ready,
+        "load": loads,
+        "processes": processes,
+    }
+
+
+async def stop(process: asyncio.subprocess.Process) -> float:
+    """Seconds from SIGTERM to the process's exit (``run``'s: every node and its driver processes stopped)."""
+    started = time.monotonic()
+    if process.returncode is None:
+        process.terminate()
+    await process.wait()
+    return time.monotonic() - started
 
 
 async def at_once(names: list[str], action: Callable[[str], Awaitable[object]]) -> None:
@@ -267,7 +328,7 @@ async def at_once(names: list[str], action: Callable[[str], Awaitable[object]]) 
 
 async def main(
     apiservers: list[str], sizes: list[int], steady: float, *, keep: bool = False, verbosity: int = 0
-) -> list[FleetRun]:
+) -> list[dict[str, Any]]:
     asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(REQUESTS_AT_ONCE, "kube-request"))
     results = []
     for apiserver in apiservers:
@@ -283,75 +344,15 @@ async def main(
     return results
 
 
-def figures(results: list[FleetRun]) -> list[Figure]:
-    found = []
-    for r in results:
-        where = f"{r.nodes} nodes, {r.apiserver} API server"
-        found += [
-            Figure(
-                "many nodes",
-                f"all Ready with slices, {where}",
-                f"{r.ready:.1f} s",
-                f"≤ {TARGET_READY_SECONDS:g} s",
-                r.ready <= TARGET_READY_SECONDS,
-            ),
-            Figure(
-                "many nodes",
-                f"memory per node, {where}",
-                f"{r.mb_per_node:.2f} MB",
-                f"≤ {TARGET_MB_PER_NODE:g} MB",
-                r.mb_per_node <= TARGET_MB_PER_NODE,
-                f"{r.rss_mb:.0f} MB in {r.processes} processes, peaks {r.peak_mb:.0f} MB",
-            ),
-            Figure(
-                "many nodes",
-                f"steady-state CPU, {where}",
-                f"{r.steady_cores:.2f} cores",
-                f"< {TARGET_CORES:g} core",
-                r.steady_cores < TARGET_CORES,
-            ),
-            Figure(
-                "many nodes",
-                f"pods to Running, {where}",
-                f"{r.nodes / r.running:.1f} pods/s",
-                spread=f"{r.running:.1f} s; gone {r.gone:.1f} s ({r.nodes / r.gone:.1f} pods/s)",
-            ),
-            Figure(
-                "many nodes",
-                f"nodes Ready during the pods, {where}",
-                f"{r.least_ready} of {r.nodes}",
-                f"{r.nodes}",
-                r.least_ready == r.nodes,
-            ),
-        ]
-    return found
+def kubernetes_version() -> str:
+    """The real control plane's release, as its kube-apiserver names it."""
+    interop = realk8s()
+    assert interop is not None, "the real control plane ran"
+    program = interop_bin(interop) / "kube-apiserver"
+    return subprocess.run([str(program), "--version"], capture_output=True, text=True, check=True).stdout.split()[-1]
 
 
-def report(results: list[FleetRun]) -> Table:
-    table = Table(title="kubelet-dra run --nodes with reference drivers (one driver process per 500 nodes)")
-    columns = ("API server", "nodes", "all Ready + slices", "RSS, all processes", "per node", "steady CPU")
-    for column in (*columns, "pods → Running", "pods → gone", "fewest Ready"):
-        table.add_column(column, justify="right")
-    for r in results:
-        table.add_row(
-            r.apiserver,
-            str(r.nodes),
-            f"{r.ready:.1f} s",
-            f"{r.rss_mb:.0f} MB ({r.processes})",
-            f"{r.mb_per_node:.2f} MB",
-            f"{r.steady_cores:.2f} cores",
-            f"{r.running:.1f} s, {r.nodes / r.running:.1f}/s",
-            f"{r.gone:.1f} s, {r.nodes / r.gone:.1f}/s",
-            str(r.least_ready),
-        )
-    table.caption = (
-        f"targets at 1,000 nodes: Ready ≤ {TARGET_READY_SECONDS:g} s, ≤ {TARGET_MB_PER_NODE:g} MB per node,"
-        f" steady < {TARGET_CORES:g} core"
-    )
-    return table
-
-
-if __name__ == "__main__":
+def command_line() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", default="10,100,1000", help="fleet sizes, comma-separated (default: %(default)s)")
     parser.add_argument(
@@ -364,16 +365,29 @@ if __name__ == "__main__":
     )
     parser.add_argument("--keep", action="store_true", help="keep each work dir with its logs")
     parser.add_argument("-v", "--verbosity", type=int, default=0, help="-v of run and the control plane's logs")
+    parser.add_argument("--results", type=Path, help="write the results file here")
+    parser.add_argument("--markdown", type=Path, metavar="RESULTS", help="print the README's tables of RESULTS")
     parser.add_argument("--output", choices=("text", "json"), default="text")
     arguments = parser.parse_args()
-    chosen = arguments.apiservers or ("embedded,real" if realk8s() is not None else "embedded")
+    if arguments.markdown:
+        sys.stdout.write(markdown(json.loads(arguments.markdown.read_text())))
+        return 0
+    chosen = (arguments.apiservers or ("embedded,real" if realk8s() is not None else "embedded")).split(",")
     fleet_sizes = sorted({int(size) for size in arguments.nodes.split(",")})
-    started_load = load()
-    fleets = asyncio.run(
-        main(chosen.split(","), fleet_sizes, arguments.steady, keep=arguments.keep, verbosity=arguments.verbosity)
+    results: dict[str, Any] = provenance("many_nodes.py")
+    if "real" in chosen:
+        results["kubernetes"] = kubernetes_version()
+    fleets = results["fleets"] = asyncio.run(
+        main(chosen, fleet_sizes, arguments.steady, keep=arguments.keep, verbosity=arguments.verbosity)
     )
+    if arguments.results:
+        arguments.results.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
     if arguments.output == "json":
-        write_json({"loadAtStart": started_load, "fleets": [attrs.asdict(f) for f in fleets]}, figures(fleets))
+        write_json({"loadAtStart": fleets[0]["load"]["start"], "fleets": fleets}, figures(fleets))
     else:
-        Console(width=160).print(report(fleets))
-        Console().print(f"load at start {started_load}, at end {load()}")
+        sys.stdout.write(markdown(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(command_line())
