@@ -22,6 +22,7 @@ TABLES = {
     "replay-drivers": ("docs/replay.md", "replay_drivers", "replay_drivers.json"),
     "conformance-drivers": ("docs/conformance.md", "conformance_drivers", "conformance_drivers.json"),
     "crash-soak": ("benchmarks/README.md", "crash_soak", "crash_soak.json"),
+    "many-nodes": ("benchmarks/README.md", "many_nodes", "many_nodes.json"),
 }
 FIGURES = ["tap_bench"]
 """Scripts whose figures benchmarks/README.md shows between ``<!-- SCRIPT: begin/end -->``, from results/SCRIPT.json."""
