@@ -9,6 +9,7 @@ of the script's runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -78,12 +79,18 @@ def provenance(script: str) -> dict[str, str]:
     }
 
 
+def status_mb(pid: int | str, field: str) -> float:
+    """A memory figure of the kernel's for a process (``VmRSS``, ``VmHWM``: its peak), in MB; 0 once it is gone."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def peak_rss_mb(pid: int | str = "self") -> float:
     """Peak resident memory (the kernel's VmHWM) of a process, in MB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+    return status_mb(pid, "VmHWM")
 
 
 def spread(values: Sequence[float], unit: str = "ms", scale: float = 1e3) -> str:

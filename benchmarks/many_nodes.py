@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from common import interop_bin, load, provenance, realk8s, write_json
+from common import interop_bin, load, provenance, realk8s, status_mb, write_json
 from many_nodes_report import PHASES, figures, markdown
 
 from kubelet_dra.peers.kube.client import KubeClient
@@ -76,14 +76,6 @@ def tree(pid: int) -> list[int]:
             for task in Path(f"/proc/{current}/task").iterdir():
                 todo += [int(child) for child in (task / "children").read_text().split()]
     return found
-
-
-def status_kib(pid: int, field: str) -> int:
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith(f"{field}:"):
-                return int(line.split()[1])
-    return 0
 
 
 def cpu_seconds(pid: int) -> float:
@@ -160,7 +152,7 @@ class Watch:
 
     def memory_mb(self, field: str) -> dict[int, float]:
         """``VmRSS`` or ``VmHWM`` of every process, in MB."""
-        return {pid: status_kib(pid, field) / 1024 for pid in self.roles()}
+        return {pid: status_mb(pid, field) for pid in self.roles()}
 
 
 @attrs.frozen
