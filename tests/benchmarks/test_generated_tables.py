@@ -86,3 +86,18 @@ def test_the_readme_s_crash_soak_sentence_is_the_results_file_s() -> None:
         rows["leaked CDI specs"][0],
     )
     assert rows["checkpoint valid"] == ("yes", True) and results["held"]
+
+
+def test_the_readme_s_real_drivers_pass_as_the_results_file_says() -> None:
+    """README says the three real drivers pass conformance under both releases (NVIDIA's with both claims), the test
+    driver with should-warnings: each of those rows of the results file exits 0 with no failure."""
+    results = json.loads((RESULTS / "conformance_drivers.json").read_text())
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert "each pass conformance under kubelet 1.36 and 1.37" in readme
+    assert results["releases"] == "1.36,1.37"
+    passing = [row for row in results["rows"] if row.startswith(("example-", "test-driver", "nvidia"))]
+    assert {"example-gpu", "test-driver", "nvidia", "nvidia-claim"} <= set(passing)
+    for row in passing:
+        result = results["rows"][row]
+        assert result["exit_code"] == 0 and result["counts"]["failed"] == 0, row
+    assert results["rows"]["test-driver"]["counts"]["warning"] > 0, "the README names its should-warnings"
