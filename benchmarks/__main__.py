@@ -46,6 +46,31 @@ SUITE: dict[str, tuple[str, dict[str, list[str]]]] = {
         },
     ),
     "tap": ("tap_bench.py", {"smoke": ["--calls", "10"], "reduced": ["--calls", "300"], "full": ["--calls", "2000"]}),
+    "apiserver": (
+        "apiserver_bench.py",
+        {
+            "smoke": ["--slices", "20", "--watchers", "2", "--events", "5", "--concurrency", "2"],
+            "reduced": ["--slices", "2000", "--watchers", "4", "--events", "200"],
+            "full": [],
+        },
+    ),
+    "apiserver-load": (
+        "apiserver_load.py",
+        {
+            # long enough that each half has requests beside the clients' one-second watches
+            "smoke": ["--clients", "4", "--seconds", "4", "--slow", "1"],
+            "reduced": ["--clients", "50", "--seconds", "16"],
+            "full": [],
+        },
+    ),
+    "registration": (
+        "registration_bench.py",
+        {
+            "smoke": ["--iterations", "2", "--modes", "event-driven,kubelet-timing"],
+            "reduced": ["--modes", "event-driven"],
+            "full": ["--modes", "event-driven,kubelet-timing"],
+        },
+    ),
     "path": ("pod_path.py", {"smoke": ["--pods", "1"], "reduced": ["--pods", "5"], "full": ["--pods", "20"]}),
     "replay": (
         "replay_drivers.py",

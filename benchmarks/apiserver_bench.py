@@ -5,7 +5,8 @@ client) and measures: creating ResourceSlices over HTTP, listing them in one req
 pages, the same list converted to v1beta1, and watch fan-out (time until every watcher saw
 every event). Target: a list of 10,000 ResourceSlices in at most 1 s on 2 cores.
 
-Run: ``python benchmarks/apiserver_bench.py [--slices 10000] [--watchers 10] [--events 1000]``
+Run: ``python benchmarks/apiserver_bench.py [--slices 10000] [--watchers 10] [--events 1000] [--output json]
+[--results FILE]``; ``--markdown RESULTS`` prints benchmarks/README.md's table of a results file.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any
 import aiohttp
 import attrs
 import yaml
+from common import Figure, add_results_arguments, load, print_markdown_and_exit, save_results, write_json
 from rich.console import Console
 from rich.table import Table
 
@@ -46,10 +48,22 @@ class Result:
     count: int
     seconds: float
     note: str = ""
+    target: str = ""
+    met: bool | None = None
 
     @property
     def rate(self) -> str:
         return f"{self.count / self.seconds:,.0f}/s" if self.seconds > 0 else "-"
+
+    @property
+    def notes(self) -> str:
+        """The note, and the target with its verdict where the operation has one (the text table's last column)."""
+        verdict = {True: "met", False: "NOT met", None: ""}[self.met]
+        return f"{self.note}; target {self.target}: {verdict}" if self.target else self.note
+
+    def figure(self) -> Figure:
+        value = f"{self.count:,} in {self.seconds:.3f} s ({self.rate})"
+        return Figure("apiserver", self.operation, value, self.target, self.met, self.note)
 
 
 def slice_body(index: int, devices: int = 4) -> dict[str, Any]:
@@ -209,11 +223,12 @@ async def run(server: Server, slices: int, watchers: int, events: int, concurren
             decoded = statistics.median(run.decoded for run in runs)
             encoding = "protobuf" if protobuf else "JSON"
             note = f"median of 5, {runs[0].size / 1e6:.1f} MB; the client's {encoding} decode adds {decoded:.2f} s"
-            if version == "v1" and not protobuf:
-                met = "met" if received <= LIST_TARGET_SECONDS else "NOT met"
-                note += f"; target ≤ {LIST_TARGET_SECONDS:.0f} s: {met}"
             label = f"list, one request ({version}{', protobuf' if protobuf else ''})"
-            results.append(Result(label, runs[0].count, received, note))
+            if version == "v1" and not protobuf:  # the target is the JSON list's, as kubectl and drivers ask
+                target, met = f"≤ {LIST_TARGET_SECONDS:.0f} s", received <= LIST_TARGET_SECONDS
+                results.append(Result(label, runs[0].count, received, note, target, met))
+            else:
+                results.append(Result(label, runs[0].count, received, note))
         seconds, count = await timed(lambda: list_paged(session, 500))
         results.append(Result("list, pages of 500", count, seconds, f"{-(-count // 500)} requests"))
         seconds = await watch_fan_out(session, watchers, events, slices)
@@ -231,7 +246,7 @@ def report(results: list[Result], console: Console) -> None:
     table.add_column("Rate", justify="right")
     table.add_column("Notes")
     for result in results:
-        table.add_row(result.operation, f"{result.count:,}", f"{result.seconds:.3f} s", result.rate, result.note)
+        table.add_row(result.operation, f"{result.count:,}", f"{result.seconds:.3f} s", result.rate, result.notes)
     console.print(table)
 
 
@@ -241,14 +256,24 @@ def main() -> int:
     parser.add_argument("--watchers", type=int, default=10, help="concurrent watchers")
     parser.add_argument("--events", type=int, default=1_000, help="events each watcher must see")
     parser.add_argument("--concurrency", type=int, default=32, help="concurrent create requests")
+    parser.add_argument("--output", choices=("text", "json"), default="text")
+    add_results_arguments(parser)
     args = parser.parse_args()
+    print_markdown_and_exit(args)
+    load_at_start = load()
     with tempfile.TemporaryDirectory(prefix="apiserver-bench-") as workdir:
         server = Server(Path(workdir))
         try:
             results = asyncio.run(run(server, args.slices, args.watchers, args.events, args.concurrency))
         finally:
             server.stop()
-    report(results, Console())
+    sizes = {"slices": args.slices, "watchers": args.watchers, "events": args.events, "concurrency": args.concurrency}
+    found = [result.figure() for result in results]
+    save_results(args.results, "apiserver_bench.py", sizes, found, load_at_start)
+    if args.output == "json":
+        write_json({**sizes, "loadAtStart": load_at_start}, found)
+    else:
+        report(results, Console())
     return 0
 
 

@@ -7,14 +7,14 @@ clients send their request headers one byte a second, as a slowloris would. Repo
 requests, p50/p99 latency, server errors (5xx or dropped connections); the server's memory
 before, halfway and at the end; whether the slow clients stalled the others (p99 grown more than 2×).
 
-Run: ``python benchmarks/apiserver_load.py [--clients 200] [--seconds 60] [--slow 5]``
+Run: ``python benchmarks/apiserver_load.py [--clients 200] [--seconds 60] [--slow 5] [--output json]
+[--results FILE]``; ``--markdown RESULTS`` prints benchmarks/README.md's table of a results file.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import random
 import ssl
 import statistics
@@ -22,11 +22,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
 import attrs
 from apiserver_bench import Server
+from common import Figure, add_results_arguments, load, print_markdown_and_exit, save_results, write_json
 from rich.console import Console
 from rich.table import Table
 
@@ -178,7 +180,53 @@ def report(halves: list[Half], memory: list[float], console: Console) -> dict[st
         ],
         "rss_mb": {"before": round(before), "halfway": round(halfway), "after": round(after)},
         "slow_clients_stall_others": stalled,
+        "p99_ratio": round(ratio, 2),
     }
+
+
+def figures(summary: dict[str, Any], clients: int, seconds: float) -> list[Figure]:
+    """The summary as the page's figures: each half's requests, latency and errors, the rate, memory, the verdict."""
+    found = []
+    for half in summary["halves"]:
+        watches = f"{half['watches']:,} one-second watches beside them, not timed"
+        found += [
+            Figure(
+                "apiserver-load",
+                f"{half['name']}: requests, p50 / p99",
+                f"{half['requests']:,}, {half['p50_ms']:.1f} / {half['p99_ms']:.1f} ms",
+                spread=f"mean {half['mean_ms']} ms" if half["requests"] else "",
+            ),
+            Figure(
+                "apiserver-load",
+                f"{half['name']}: 5xx or dropped, other 4xx",
+                f"{half['server_errors']:,}, {half['client_errors']:,}",
+                spread=watches,
+            ),
+        ]
+    timed = sum(half["requests"] for half in summary["halves"])
+    rate = max(timed, 1) / seconds
+    wait = f"{clients} clients ÷ {rate:,.0f}/s = {clients / rate * 1000:,.0f} ms"
+    queue = f"{wait}: the queue's wait (Little's law, watches aside)"
+    memory = summary["rss_mb"]
+    before, halfway, after = memory["before"], memory["halfway"], memory["after"]
+    stalled, ratio = summary["slow_clients_stall_others"], summary["p99_ratio"]
+    return [
+        *found,
+        Figure("apiserver-load", "timed requests per second, both halves", f"{rate:,.0f}/s", spread=queue),
+        Figure(
+            "apiserver-load",
+            "server memory before / halfway / at the end",
+            f"{before} / {halfway} / {after} MB",
+            spread=f"{halfway - before:+} MB in the first half, {after - halfway:+} MB in the second",
+        ),
+        Figure(
+            "apiserver-load",
+            "slow clients stall the others (p99, second half ÷ first)",
+            f"{'yes' if stalled else 'no'}: ×{ratio:.2f}",
+            target=f"p99 ×≤ {STALL_FACTOR:g}",
+            met=not stalled,
+        ),
+    ]
 
 
 def main() -> int:
@@ -187,7 +235,10 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=60, help="length of the run (two halves)")
     parser.add_argument("--slow", type=int, default=5, help="clients sending headers a byte a second, second half")
     parser.add_argument("--output", choices=("table", "json"), default="table")
+    add_results_arguments(parser)
     args = parser.parse_args()
+    print_markdown_and_exit(args)
+    load_at_start = load()
     with tempfile.TemporaryDirectory(prefix="apiserver-load-") as workdir:
         server = Server(Path(workdir))
         try:
@@ -195,8 +246,11 @@ def main() -> int:
         finally:
             server.stop()
     summary = report(halves, memory, Console(stderr=args.output == "json"))
-    if args.output == "json":
-        print(json.dumps(summary, indent=2))
+    found = figures(summary, args.clients, args.seconds)
+    sizes = {"clients": args.clients, "seconds": args.seconds, "slow": args.slow}
+    save_results(args.results, "apiserver_load.py", {**sizes, **summary}, found, load_at_start)
+    if args.output == "json":  # the summary beside the figures python -m benchmarks gathers
+        write_json({**summary, "loadAtStart": load_at_start}, found)
     return 0
 
 

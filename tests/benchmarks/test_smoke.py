@@ -29,6 +29,27 @@ FIGURES = {
         "peak RSS, 50 pods × 2 claims, 4 drivers",
         "one checkpoint write at 1,000 claims",
     ],
+    "apiserver": [
+        "create ResourceSlice (POST)",
+        "list, one request (v1)",
+        "list, one request (v1beta1)",
+        "list, one request (v1, protobuf)",
+        "list, pages of 500",
+        "watch fan-out to 2 watchers",
+    ],
+    "apiserver-load": [
+        "clients only: requests, p50 / p99",
+        "clients only: 5xx or dropped, other 4xx",
+        "+ 1 slow clients: requests, p50 / p99",
+        "+ 1 slow clients: 5xx or dropped, other 4xx",
+        "timed requests per second, both halves",
+        "server memory before / halfway / at the end",
+        "slow clients stall the others",
+    ],
+    "registration": [
+        "event-driven, 2 registrations: p50 / p95 / p99 / max",
+        "kubelet timing, 2 registrations: p50 / p95 / p99 / max",
+    ],
     "tap": [
         "GetInfo direct p50/p95/p99",
         "GetInfo through the tap p50/p95/p99",
