@@ -184,7 +184,7 @@ def report(halves: list[Half], memory: list[float], console: Console) -> dict[st
     }
 
 
-def figures(summary: dict[str, Any], clients: int, seconds: float) -> list[Figure]:
+def figures(summary: dict[str, Any], seconds: float) -> list[Figure]:
     """The summary as the page's figures: each half's requests, latency and errors, the rate, memory, the verdict."""
     found = []
     for half in summary["halves"]:
@@ -205,14 +205,12 @@ def figures(summary: dict[str, Any], clients: int, seconds: float) -> list[Figur
         ]
     timed = sum(half["requests"] for half in summary["halves"])
     rate = max(timed, 1) / seconds
-    wait = f"{clients} clients ÷ {rate:,.0f}/s = {clients / rate * 1000:,.0f} ms"
-    queue = f"{wait}: the queue's wait (Little's law, watches aside)"
     memory = summary["rss_mb"]
     before, halfway, after = memory["before"], memory["halfway"], memory["after"]
     stalled, ratio = summary["slow_clients_stall_others"], summary["p99_ratio"]
     return [
         *found,
-        Figure("apiserver-load", "timed requests per second, both halves", f"{rate:,.0f}/s", spread=queue),
+        Figure("apiserver-load", "timed requests per second, both halves", f"{rate:,.0f}/s"),
         Figure(
             "apiserver-load",
             "server memory before / halfway / at the end",
@@ -246,7 +244,7 @@ def main() -> int:
         finally:
             server.stop()
     summary = report(halves, memory, Console(stderr=args.output == "json"))
-    found = figures(summary, args.clients, args.seconds)
+    found = figures(summary, args.seconds)
     sizes = {"clients": args.clients, "seconds": args.seconds, "slow": args.slow}
     save_results(args.results, "apiserver_load.py", {**sizes, **summary}, found, load_at_start)
     if args.output == "json":  # the summary beside the figures python -m benchmarks gathers
