@@ -24,7 +24,7 @@ TABLES = {
     "crash-soak": ("benchmarks/README.md", "crash_soak", "crash_soak.json"),
     "many-nodes": ("benchmarks/README.md", "many_nodes", "many_nodes.json"),
 }
-FIGURES = ["tap_bench", "apiserver_bench", "apiserver_load", "registration_bench"]
+FIGURES = ["tap_bench", "apiserver_bench", "apiserver_load", "registration_bench", "suites_bench", "scale_bench"]
 """Scripts whose figures benchmarks/README.md shows between ``<!-- SCRIPT: begin/end -->``, from results/SCRIPT.json."""
 
 
