@@ -1,5 +1,6 @@
-"""The benchmark scripts ``python -m benchmarks`` does not run, each run as a user types it at the least size that
-still goes through all its code: it exits 0 and prints the rows (or writes the results) it promises.
+"""The benchmark scripts ``python -m benchmarks`` does not run, and the printed tables of those it runs only with
+``--output json``, each run as a user types it at the least size that still goes through all its code: it exits 0
+and prints the rows (or writes the results) it promises.
 
 They are run by hand when their figures are wanted; without this a change that breaks one is found only then.
 Their figures' values are not judged here, only that each is there.
