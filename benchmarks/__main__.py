@@ -2,8 +2,8 @@
 
 Each benchmark runs as its own process (so one's memory never counts in another's peak RSS) with
 ``--output json``; the figures they report are gathered into one table: the figure, its target,
-met or not, and the spread of the runs. Reduced sizes by default (about 4 minutes on 2 cores; the pod
-path beside the real kubelet joins where the real kubelet can run);
+met or not, and the spread of the runs. Reduced sizes by default (the pod path beside the real kubelet joins
+where the real kubelet can run);
 ``--full`` runs the sizes the targets are set for, ``--smoke`` the least that still produces every
 figure (what CI runs, so a change that breaks a benchmark fails the build).
 """
