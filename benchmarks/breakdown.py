@@ -71,15 +71,24 @@ def recorded_calls(records: Sequence[CallRecord]) -> tuple[list[float], list[flo
     return durations[PREPARE], durations[UNPREPARE]
 
 
+COLUMNS = ("manager", "prepare call", "rest of prepare", "unprepare call", "rest of unprepare")
+TITLE = "Where a 1-claim cycle goes (p50, ms): the driver calls, and the rest of each operation"
+CAPTION = (
+    "the rest: the claim read, the checkpoint writes, the manager's own work; the real kubelet's calls from"
+    " one extra traced run of its harness"
+)
+
+
+def cells(row: Breakdown) -> list[str]:
+    parts = (row.prepare_call, row.prepare_rest, row.unprepare_call, row.unprepare_rest)
+    return [row.manager, *(f"{part * 1e3:.2f}" for part in parts)]
+
+
 def table(rows: Sequence[Breakdown]) -> Table:
-    result = Table(title="Where a 1-claim cycle goes (p50, ms): the driver calls, and the rest of each operation")
-    for column in ("manager", "prepare call", "rest of prepare", "unprepare call", "rest of unprepare"):
+    result = Table(title=TITLE)
+    for column in COLUMNS:
         result.add_column(column, justify="right")
     for row in rows:
-        parts = (row.prepare_call, row.prepare_rest, row.unprepare_call, row.unprepare_rest)
-        result.add_row(row.manager, *(f"{part * 1e3:.2f}" for part in parts))
-    result.caption = (
-        "the rest: the claim read, the checkpoint writes, the manager's own work; the real kubelet's calls from"
-        " one extra traced run of its harness"
-    )
+        result.add_row(*cells(row))
+    result.caption = CAPTION
     return result

@@ -17,7 +17,7 @@ import platform
 import statistics
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -114,10 +114,13 @@ def add_results_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def print_markdown_and_exit(arguments: argparse.Namespace) -> None:
-    """``--markdown RESULTS``: print the page's table of a results file instead of measuring."""
+def print_markdown_and_exit(
+    arguments: argparse.Namespace, render: Callable[[dict[str, Any]], str] | None = None
+) -> None:
+    """``--markdown RESULTS``: print the page's table of a results file instead of measuring; ``render`` for a
+    script whose page shows more than its figures."""
     if arguments.markdown:
-        sys.stdout.write(markdown(json.loads(arguments.markdown.read_text())))
+        sys.stdout.write((render or markdown)(json.loads(arguments.markdown.read_text())))
         raise SystemExit(0)
 
 
@@ -142,9 +145,15 @@ def markdown(results: dict[str, Any]) -> str:
     ]
     verdicts = {True: "**met**", False: "**not met**", None: ""}
     for figure in results["figures"]:
-        cells = [figure["name"], figure["value"], figure["target"], verdicts[figure["met"]], figure["spread"]]
-        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+        lines.append(
+            markdown_row([figure["name"], figure["value"], figure["target"], verdicts[figure["met"]], figure["spread"]])
+        )
     return "\n".join(lines) + "\n"
+
+
+def markdown_row(cells: Sequence[str]) -> str:
+    """One row of a Markdown table, a ``|`` in a cell kept as text."""
+    return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
 
 def interop_bin(interop: ModuleType) -> Path:

@@ -15,11 +15,12 @@ alternate bare, real kubelet and manager so load drifts hit all alike; each shap
 untimed cycle of each.
 
 Targets: overhead ≤ 1.2× the bare client; a cycle p50 and p99 at or below the real kubelet's in the
-same run (on a 2-core kind node the real kubelet 1.36 took 5.9 – 6.1 ms).
+same run.
 
 Run: ``python benchmarks/manager_bench.py [--cycles 50] [--runs 3] [--drivers noop,example]
-[--apiservers embedded,real] [--output json]``; the real kubelet's row needs
-``--apiservers real`` and ``--drivers example``.
+[--apiservers embedded,real] [--output json] [--results FILE]``; the real kubelet's row needs
+``--apiservers real`` and ``--drivers example``; ``--markdown RESULTS`` prints benchmarks/README.md's tables of a
+results file.
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ from typing import Any
 import attrs
 import grpc
 from breakdown import Breakdown, recorded_calls, table, traced_calls
-from common import interop_bin, load, realk8s, write_json
-from manager_results import CONCURRENCY, REAL_KUBELET, Result, Samples, figures, report, summarize
+from common import add_results_arguments, interop_bin, load, print_markdown_and_exit, realk8s, save_results, write_json
+from manager_results import CONCURRENCY, REAL_KUBELET, Result, Samples, figures, markdown, report, summarize
 from real_manager import RealManager, timings
 from rich.console import Console
 
@@ -316,9 +317,14 @@ if __name__ == "__main__":
         help="embedded, real (interop kube-apiserver) or a kubeconfig path (default: %(default)s)",
     )
     parser.add_argument("--output", choices=("text", "json"), default="text")
+    add_results_arguments(parser)
     args = parser.parse_args()
+    print_markdown_and_exit(args, markdown)
     started_load = load()
     found = asyncio.run(main(args))
+    settings = {name: getattr(args, name) for name in ("cycles", "runs", "drivers", "apiservers")}
+    document = {**settings, "results": [attrs.asdict(r) for r in found]}
+    save_results(args.results, "manager_bench.py", document, figures(found), started_load)
     if args.output == "json":
         write_json({"loadAtStart": started_load, "results": [attrs.asdict(r) for r in found]}, figures(found))
     else:

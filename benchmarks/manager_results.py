@@ -6,9 +6,12 @@ reported can each be read alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import attrs
+import breakdown
+import common
 from breakdown import Breakdown
 from common import Figure, Percentiles, spread
 from rich.table import Table
@@ -114,38 +117,81 @@ def summarize(
     )
 
 
-def report(results: list[Result]) -> Table:
-    table = Table(title="DRAManager prepare/unprepare per pod (ms: p50 / p95 / p99), checkpoint on")
-    for column in ("API server", "driver", "claims", "pods at once", "manager", "prepare", "unprepare", "cycle"):
-        table.add_column(column, justify="right")
-    table.add_column("bare cycle", justify="right")
-    table.add_column("overhead", justify="right")
-    table.add_column("pods/s (bare)", justify="right")
+COLUMNS = (
+    *("API server", "driver", "claims", "pods at once", "manager", "prepare", "unprepare", "cycle", "bare cycle"),
+    *("overhead", "pods/s (bare)"),
+)
+TITLE = "DRAManager prepare/unprepare per pod (ms: p50 / p95 / p99), checkpoint on"
+CAPTION = (
+    f"overhead: cycle p50 / bare client's, target ≤ {TARGET_RATIO}×; beside the {REAL_KUBELET}'s DRA manager"
+    " (same pod, claims, driver and API server, runs alternating): cycle p50 / its p50 and p99 / its p99,"
+    " target ≤ 1"
+)
+
+
+def rows(results: list[Result]) -> list[list[str]]:
+    """Each shape's row of kubelet-dra, after the real kubelet's where it ran beside it."""
+    found = []
     for r in results:
-        shape = (r.apiserver, r.driver, str(r.claims), str(r.concurrency))
+        shape = [r.apiserver, r.driver, str(r.claims), str(r.concurrency)]
         if r.real is not None:
-            table.add_row(
-                *shape, REAL_KUBELET, r.real.prepare.ms(), r.real.unprepare.ms(), r.real.cycle.ms(), "", "", ""
+            found.append(
+                [*shape, REAL_KUBELET, r.real.prepare.ms(), r.real.unprepare.ms(), r.real.cycle.ms(), "", "", ""]
             )
         versus = (
             f", {r.cycle.p50 / r.real.cycle.p50:.2f}× / {r.cycle.p99 / r.real.cycle.p99:.2f}× real" if r.real else ""
         )
-        table.add_row(
-            *shape,
-            "kubelet-dra",
-            r.prepare.ms(),
-            r.unprepare.ms(),
-            r.cycle.ms(),
-            r.bare_cycle.ms(),
-            f"{r.ratio:.2f}×{versus}",
-            f"{r.pods_per_second:.0f} ({r.bare_pods_per_second:.0f})",
+        found.append(
+            [
+                *shape,
+                "kubelet-dra",
+                r.prepare.ms(),
+                r.unprepare.ms(),
+                r.cycle.ms(),
+                r.bare_cycle.ms(),
+                f"{r.ratio:.2f}×{versus}",
+                f"{r.pods_per_second:.0f} ({r.bare_pods_per_second:.0f})",
+            ]
         )
-    table.caption = (
-        f"overhead: cycle p50 / bare client's, target ≤ {TARGET_RATIO}×; beside the {REAL_KUBELET}'s DRA manager"
-        " (same pod, claims, driver and API server, runs alternating): cycle p50 / its p50 and p99 / its p99,"
-        " target ≤ 1"
-    )
+    return found
+
+
+def report(results: list[Result]) -> Table:
+    table = Table(title=TITLE, caption=CAPTION)
+    for column in COLUMNS:
+        table.add_column(column, justify="right")
+    for row in rows(results):
+        table.add_row(*row)
     return table
+
+
+def loaded(row: dict[str, Any]) -> Result:
+    """A ``Result`` back from the form a results file holds it in (``attrs.asdict``)."""
+    percentiles = {name: Percentiles(**row[name]) for name in ("prepare", "unprepare", "cycle", "bare_cycle")}
+    real = (
+        RealRow(
+            **{**row["real"], **{name: Percentiles(**row["real"][name]) for name in ("prepare", "unprepare", "cycle")}}
+        )
+        if row["real"]
+        else None
+    )
+    parts = tuple(Breakdown(**part) for part in row["breakdown"])
+    return Result(**{**row, **percentiles, "real": real, "breakdown": parts})
+
+
+def _markdown_table(columns: Sequence[str], cells: list[list[str]]) -> list[str]:
+    return [common.markdown_row(columns), "|" + "---|" * len(columns), *map(common.markdown_row, cells)]
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The page's tables of a results file: the figures against their targets, every shape's row beside the
+    bare client's and the real kubelet's, and where a 1-claim cycle goes on each manager."""
+    found = [loaded(row) for row in results["results"]]
+    lines = ["", f"{TITLE}; {CAPTION}.", "", *_markdown_table(COLUMNS, rows(found))]
+    if split := [part for result in found for part in result.breakdown]:
+        lines += ["", f"{breakdown.TITLE}; {breakdown.CAPTION}.", ""]
+        lines += _markdown_table(breakdown.COLUMNS, [breakdown.cells(part) for part in split])
+    return common.markdown(results) + "\n".join(lines) + "\n"
 
 
 def figures(results: list[Result]) -> list[Figure]:

@@ -9,7 +9,8 @@ and binds the pod, the node prepares the claim and reports the pod Running; then
 (default grace period) and the node unprepares and finishes the deletion. Times are taken as a user
 sees them, from the API: create → phase Running, delete → the pod gone (polled every 10 ms).
 
-Run: ``python benchmarks/pod_path.py [--pods 5] [--output json]`` (needs root and the interop programs).
+Run: ``python benchmarks/pod_path.py [--pods 5] [--output json] [--results FILE]`` (needs root and the interop
+programs); ``--markdown RESULTS`` prints benchmarks/README.md's table of a results file.
 """
 
 from __future__ import annotations
@@ -26,7 +27,17 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from common import Figure, Percentiles, load, realk8s, spread, write_json
+from common import (
+    Figure,
+    Percentiles,
+    add_results_arguments,
+    load,
+    print_markdown_and_exit,
+    realk8s,
+    save_results,
+    spread,
+    write_json,
+)
 from rich.console import Console
 from rich.table import Table
 
@@ -205,9 +216,9 @@ def figures(paths: list[NodePath]) -> list[Figure]:
             found.append(
                 Figure(
                     "pod path",
-                    f"{what}, {LABELS[path.node]}",
+                    f"{what}, {LABELS[path.node]}, p50",
                     f"{Percentiles.of(values).p50 * 1e3:.0f} ms",
-                    spread=spread(values),
+                    spread=f"min – max {spread(values)}",
                 )
             )
     return found
@@ -219,9 +230,12 @@ if __name__ == "__main__":
         "--pods", type=int, default=5, help="pods per node, after one warm-up each (default: %(default)s)"
     )
     parser.add_argument("--output", choices=("text", "json"), default="text")
+    add_results_arguments(parser)
     args = parser.parse_args()
+    print_markdown_and_exit(args)
     started_load = load()
     measured = run(args.pods)
+    save_results(args.results, "pod_path.py", {"pods": args.pods}, figures(measured), started_load)
     if args.output == "json":
         write_json({"loadAtStart": started_load, "paths": [attrs.asdict(p) for p in measured]}, figures(measured))
     else:

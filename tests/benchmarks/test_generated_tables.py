@@ -23,8 +23,12 @@ TABLES = {
     "conformance-drivers": ("docs/conformance.md", "conformance_drivers", "conformance_drivers.json"),
     "crash-soak": ("benchmarks/README.md", "crash_soak", "crash_soak.json"),
     "many-nodes": ("benchmarks/README.md", "many_nodes", "many_nodes.json"),
+    "manager-bench": ("benchmarks/README.md", "manager_bench", "manager_bench.json"),
 }
-FIGURES = ["tap_bench", "apiserver_bench", "apiserver_load", "registration_bench", "suites_bench", "scale_bench"]
+FIGURES = [
+    *("tap_bench", "apiserver_bench", "apiserver_load", "registration_bench", "suites_bench", "scale_bench"),
+    "pod_path",
+]
 """Scripts whose figures benchmarks/README.md shows between ``<!-- SCRIPT: begin/end -->``, from results/SCRIPT.json."""
 
 
