@@ -121,9 +121,9 @@ async def registration(ctx: Context, args: Mapping[str, Any]) -> Look:
         ok, expected, seen = _compare(wanted, actual)
         return Look(ok, f"{name} {expected}", f"{seen} ({ctx.real.seen_from})")
     node = ctx.bed.node
-    instances = node.instances(name)
+    instances = ctx.registered_instances(name)
     actual = {
-        "registered": node.plugins.usable(name),
+        "registered": ctx.registered(name),
         "service": instances[0].chosen_service if instances else None,
         "instances": len(instances),
     }

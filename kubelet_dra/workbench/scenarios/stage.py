@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from kubelet_dra.kubelet.cm.dra.plugin import PluginInstance
 from kubelet_dra.peers.errors import UsageError
 from kubelet_dra.workbench.realnode import ManagerTestbed, RealTestbed
 from kubelet_dra.workbench.scenarios.model import DriverDef, Scenario
@@ -70,6 +71,8 @@ class Context:
         self.scenario = scenario
         self.bed = bed
         self.processes: dict[str, DriverProcess] = {}
+        self.earlier: dict[str, list[PluginInstance]] = {}
+        """By driver name, the simulated node's instances registered before the driver's current process started."""
         self._removed: dict[tuple[str, str], Path] = {}
         for driver in scenario.drivers:
             if not driver.external:
@@ -87,6 +90,28 @@ class Context:
 
     def driver_name(self, driver_id: str) -> str:
         return self.scenario.driver(driver_id).name
+
+    def registered_instances(self, driver_name: str) -> list[PluginInstance]:
+        """The simulated node's instances of the driver registered since its current process started: a restarted
+        driver's socket has the same path, and until the node sees the socket re-created, the connection it keeps
+        to the path reaches the new process; that registration is the old process's, not one of the new (as the
+        real kubelet's registrations count from the tap's new mirror on)."""
+        earlier = self.earlier.get(driver_name, [])
+        return [i for i in self.bed.node.instances(driver_name) if all(i is not old for old in earlier)]
+
+    def registered(self, driver_name: str) -> bool:
+        """The simulated node can call the driver through an instance of ``registered_instances``, settled."""
+        return self.bed.usable(driver_name, replacing=self.earlier.get(driver_name, []))
+
+    async def start_process(self, driver_id: str, *, restart: bool = False) -> DriverProcess:
+        """Start (or stop and start) the driver's process; the node's registrations of it until then are left behind."""
+        process = self.process(driver_id)
+        if self.real is None:  # its instances: those whose endpoint is in its plugin dir (another may share its name)
+            name = self.driver_name(driver_id)
+            own = [i for i in self.bed.node.instances(name) if Path(i.endpoint).is_relative_to(process.plugin_dir)]
+            self.earlier[name] = [*self.earlier.get(name, []), *own]
+        await (process.restart() if restart else process.start())
+        return process
 
     def process(self, driver_id: str) -> DriverProcess:
         try:

@@ -83,8 +83,7 @@ async def reserve(ctx: Context, args: dict[str, Any]) -> str:
 
 
 async def start(ctx: Context, driver_id: str) -> str:
-    process = ctx.process(driver_id)
-    await process.start()
+    process = await ctx.start_process(driver_id)
     return f"pid {process.pid}"
 
 
@@ -97,8 +96,7 @@ async def kill(ctx: Context, driver_id: str) -> str:
 
 
 async def restart(ctx: Context, driver_id: str) -> str:
-    process = ctx.process(driver_id)
-    await process.restart()
+    process = await ctx.start_process(driver_id, restart=True)
     return f"pid {process.pid}"
 
 
