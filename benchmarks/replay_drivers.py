@@ -83,7 +83,7 @@ def replay(name: str, files: Sequence[Path], jobs: int) -> dict[str, Any]:
         "files": {
             scenario["name"]: {
                 "result": scenario["result"],
-                "why": scenario["skipped"] or _first_broken(scenario),
+                "why": scenario["skipped"] or first_broken(scenario),
                 "seconds": scenario["seconds"],
                 "stretched": [step["name"] for step in scenario["steps"] if step["stretched"]],
             }
@@ -92,7 +92,8 @@ def replay(name: str, files: Sequence[Path], jobs: int) -> dict[str, Any]:
     }
 
 
-def _first_broken(scenario: dict[str, Any]) -> str:
+def first_broken(scenario: dict[str, Any]) -> str:
+    """Why a replay in ``replay --output json`` did not hold: its error, or its first failed step and why."""
     broken = [step for step in scenario["steps"] if step["result"] in ("failed", "error")]
     return scenario["error"] or (f"{broken[0]['name']}: {broken[0]['message']}" if broken else "")
 

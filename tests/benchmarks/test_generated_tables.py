@@ -24,6 +24,7 @@ TABLES = {
     "crash-soak": ("benchmarks/README.md", "crash_soak", "crash_soak.json"),
     "many-nodes": ("benchmarks/README.md", "many_nodes", "many_nodes.json"),
     "manager-bench": ("benchmarks/README.md", "manager_bench", "manager_bench.json"),
+    "compare-library": ("docs/fidelity.md", "compare_library", "compare_library.json"),
 }
 FIGURES = [
     *("tap_bench", "apiserver_bench", "apiserver_load", "registration_bench", "suites_bench", "scale_bench"),
@@ -63,6 +64,12 @@ def test_every_library_file_has_a_row_for_every_real_driver() -> None:
     library = {path.stem for path in (REPO / "scenarios").glob("*.yaml")}
     for driver, run in results["drivers"].items():
         assert set(run["files"]) == library, f"{driver}: every library file, and only those"
+
+
+def test_every_library_file_is_compared_on_both_nodes() -> None:
+    results = json.loads((RESULTS / "compare_library.json").read_text())
+    library = {path.stem for path in (REPO / "scenarios").glob("*.yaml")}
+    assert set(results["files"]) == library, "every library file, and only those"
 
 
 def test_every_conformance_row_is_measured() -> None:
@@ -105,3 +112,39 @@ def test_the_readme_s_real_drivers_pass_as_the_results_file_says() -> None:
         result = results["rows"][row]
         assert result["exit_code"] == 0 and result["counts"]["failed"] == 0, row
     assert results["rows"]["test-driver"]["counts"]["warning"] > 0, "the README names its should-warnings"
+
+
+def test_the_readme_s_replay_counts_are_the_results_file_s() -> None:
+    """README counts the library, the files the real kubelet and its DRA manager run, and says every compared file
+    came out identical: as ``compare_library.py`` measured them."""
+    compare = _script("compare_library")
+    results = json.loads((RESULTS / "compare_library.json").read_text())
+    readme = " ".join((REPO / "README.md").read_text().split())
+    found = re.search(
+        r"The (\d+) files of `scenarios/`.*?\(root; (\d+) of the (\d+) files run there.*?\((\d+) more, no root"
+        r".*?all (\d+) files come out identical in every column, as do the (\d+) by-hand ones",
+        readme,
+    )
+    assert found, "README's replay paragraph"
+    library, on_kubelet, of, by_hand, identical, identical_by_hand = map(int, found.groups())
+    compared = {name: entry for name, entry in results["files"].items() if "columns" in entry}
+    kubelet = [entry for entry in compared.values() if entry["oracle"] == "real kubelet"]
+    manager = [entry for entry in compared.values() if entry["oracle"] == "real DRA manager"]
+    assert library == of == len(list((REPO / "scenarios").glob("*.yaml"))) == len(results["files"])
+    assert (on_kubelet, identical) == (len(kubelet), len(kubelet))
+    assert (by_hand, identical_by_hand) == (len(manager), len(manager))
+    assert all(compare.held(entry) for entry in compared.values()), "every compared file identical in every column"
+
+
+def test_a_file_measured_again_replaces_its_row_and_the_table_names_the_later_run() -> None:
+    compare = _script("compare_library")
+    whole = json.loads((RESULTS / "compare_library.json").read_text())
+    entry = {**whole["files"]["pod-lifecycle"], "seconds": 99.9}
+    later = {"command": "python benchmarks/compare_library.py --files pod-lifecycle", "date": "2030-01-02T03:04:05"}
+    some = {**later, "machine": "m", "kubelet": whole["kubelet"], "files": {"pod-lifecycle": entry}}
+    updated = compare.again(whole, some)
+    assert updated["files"]["pod-lifecycle"]["seconds"] == 99.9 and updated["command"] == whole["command"]
+    assert updated["files"].keys() == whole["files"].keys()
+    assert f"Measured again by `{later['command']}` on 2030-01-02 (m): pod-lifecycle." in compare.markdown(updated)
+    with pytest.raises(SystemExit, match=re.escape("not 1.37")):
+        compare.again(whole, {**some, "kubelet": "1.37"})

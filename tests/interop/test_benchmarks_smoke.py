@@ -1,6 +1,6 @@
 """The benchmarks' rows that need the real programs, at smoke size: the Go driver and the real kube-apiserver
 beside the real kubelet's own DRA manager, a pod's whole path on a real control plane (real kubelet), and simulated
-nodes with their pods placed by the real scheduler."""
+nodes with their pods placed by the real scheduler; library files compared on kubelet-dra and the real kubelet."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from benchsmoke import REPO, figures, missing
 from realk8s import real_kubelet_missing
+
+from kubelet_dra.workbench.fidelity.columns import COLUMNS
 
 
 def test_the_manager_benchmark_runs_beside_the_real_kubelets_manager(interop_bin: Path) -> None:
@@ -73,3 +75,28 @@ def test_the_conformance_benchmark_measures_a_real_driver(interop_bin: Path, tmp
     row = json.loads(results.read_text())["rows"]["example-gpu"]
     assert row["exit_code"] == 0 and row["counts"]["passed"] > 0 and not row["failed"], row
     assert "| example driver, `gpu` |" in done.stdout, "it prints the docs' table"
+
+
+def test_the_library_comparison_runs_a_file_on_both_nodes_and_names_a_refusal(
+    interop_bin: Path, tmp_path: Path
+) -> None:
+    """Not under the test's own turn: the script takes the real-kubelet lock for each file itself."""
+    if reason := real_kubelet_missing():
+        pytest.skip(reason)
+    results = tmp_path / "compare.json"
+    command = ["benchmarks/compare_library.py", "--files", "pod-lifecycle", "health-negotiation-1-37"]
+    done = subprocess.run(
+        [sys.executable, *command, "--results", str(results)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    files = json.loads(results.read_text())["files"]
+    compared, refused = files["pod-lifecycle"], files["health-negotiation-1-37"]
+    assert compared["oracle"] == "real kubelet" and compared["simulated"]["held"] and compared["real"]["held"], compared
+    assert list(compared["columns"]) == list(COLUMNS)
+    assert refused["exit_code"] == 2 and any("kubeletVersion 1.37" in reason for reason in refused["refused"]), refused
+    assert "| health-negotiation-1-37 | refused: node.kubeletVersion 1.37" in done.stdout, "it prints the docs' table"

@@ -1,7 +1,7 @@
 """docs/fidelity.md has one row per library scenario: "refused: …" exactly where ``replay --real-kubelet`` refuses
 the file, otherwise one cell per column that says "identical" or, exactly where ``kubelet_dra.workbench.fidelity.known``
-accepts a difference, "differs: …" with why, then the program the row was compared against. The table cannot fall
-behind the library, the refusal rules or the known differences."""
+accepts a difference, "differs: …" with why, then the program the row was compared against, on which both replays
+held. The table cannot fall behind the library, the refusal rules or the known differences."""
 
 from __future__ import annotations
 
@@ -42,6 +42,7 @@ def test_every_library_scenario_has_its_row_and_the_right_verdict():
             assert len(cells) == len(COLUMNS) + 1, f"{path.stem}: one cell per column {COLUMNS}, then its oracle"
             oracle = MANAGER if by_hand else KUBELET
             assert cells[-1].startswith(oracle), f"{path.stem}: ran against {cells[-1]!r}, its oracle is {oracle}"
+            assert "did not hold" not in cells[-1], f"{path.stem}: {cells[-1]}"
 
 
 def test_a_cell_says_differs_exactly_where_the_difference_is_known():
