@@ -130,7 +130,13 @@ def save_results(
     """``--results FILE``: the figures with the command that measured them, when, on what machine and load."""
     if path is not None:
         found = {**provenance(script), "machine": machine(load_at_start), **document, "load_at_end": load()}
-        path.write_text(json.dumps({**found, "figures": [attrs.asdict(f) for f in figures]}, indent=1) + "\n")
+        write_results(path, {**found, "figures": [attrs.asdict(f) for f in figures]})
+
+
+def write_results(path: Path | None, results: dict[str, Any]) -> None:
+    """``--results FILE`` as every script writes it (nothing without one): JSON, one key a line, readable in a diff."""
+    if path is not None:
+        path.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
 
 
 def markdown(results: dict[str, Any]) -> str:

@@ -31,7 +31,7 @@ from types import ModuleType
 from typing import Any
 
 import attrs
-from common import REPO, interop_bin, load, provenance, realk8s
+from common import REPO, interop_bin, load, print_markdown_and_exit, provenance, realk8s, write_results
 from replay_drivers import first_broken
 
 from kubelet_dra.workbench.fidelity.columns import COLUMNS
@@ -196,9 +196,7 @@ def main() -> int:
     parser.add_argument("--results", type=Path, help="write the results file here")
     parser.add_argument("--markdown", type=Path, metavar="RESULTS", help="print docs/fidelity.md's table of RESULTS")
     args = parser.parse_args()
-    if args.markdown:
-        sys.stdout.write(markdown(json.loads(args.markdown.read_text())))
-        return 0
+    print_markdown_and_exit(args, markdown)
     paths = [LIBRARY / f"{name}.yaml" for name in args.files] if args.files else sorted(LIBRARY.glob("*.yaml"))
     real = RealPrograms.find()
     made = provenance("compare_library.py")
@@ -212,8 +210,7 @@ def main() -> int:
     results = {**made, "kubelet": real.version, "seconds": round(time.monotonic() - started), "files": files}
     if args.results and args.files and args.results.exists():
         results = again(json.loads(args.results.read_text()), results)
-    if args.results:
-        args.results.write_text(json.dumps(results, indent=1) + "\n")
+    write_results(args.results, results)
     sys.stdout.write(markdown(results))
     return 0
 

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import REPO, interop_bin, provenance, realk8s
+from common import REPO, interop_bin, print_markdown_and_exit, provenance, realk8s, write_results
 
 ALL_DEVICES_CLAIM = "benchmarks/claims/all-devices.yaml"
 NVIDIA_CLAIM = "tests/interop/claims/nvidia-two-a100.yaml"
@@ -94,17 +94,14 @@ def main() -> int:
     parser.add_argument("--results", type=Path, help="write the results file here")
     parser.add_argument("--markdown", type=Path, metavar="RESULTS", help="print docs/conformance.md's table of RESULTS")
     args = parser.parse_args()
-    if args.markdown:
-        sys.stdout.write(markdown(json.loads(args.markdown.read_text())))
-        return 0
+    print_markdown_and_exit(args, markdown)
     rows = {row: run(row) for row in args.rows.split(",")}
     results = {
         **provenance("conformance_drivers.py"),
         "releases": RELEASES,
         "rows": rows,
     }
-    if args.results:
-        args.results.write_text(json.dumps(results, indent=1) + "\n")
+    write_results(args.results, results)
     sys.stdout.write(markdown(results))
     return 0
 

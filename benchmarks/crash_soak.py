@@ -35,7 +35,7 @@ from typing import Any
 
 import attrs
 from apiserver_bench import Server
-from common import load, provenance, write_json
+from common import load, print_markdown_and_exit, provenance, write_json, write_results
 from rich.console import Console
 from soak_report import figures, markdown, report, rows
 from soak_verdict import FinalState, Outage, PodRecord, Verdict, driver_calls, judge, tracebacks
@@ -367,9 +367,7 @@ def main() -> int:
     parser.add_argument("--results", type=Path, help="also write the run's figures to this JSON results file")
     parser.add_argument("--markdown", type=Path, metavar="RESULTS", help="only print the table of a results file")
     arguments = parser.parse_args()
-    if arguments.markdown:
-        print(markdown(json.loads(arguments.markdown.read_text())), end="")
-        return 0
+    print_markdown_and_exit(arguments, markdown)
     options = SoakOptions(
         cycles=arguments.cycles, seed=arguments.seed, max_pods=arguments.max_pods, settle=arguments.settle
     )
@@ -380,7 +378,7 @@ def main() -> int:
     if arguments.results:
         document = {**provenance("crash_soak.py"), "kubelet": KUBELET, "load_at_start": started_load}
         document |= {"held": held, "rows": [list(row) for row in rows(run)], "run": attrs.asdict(run)}
-        arguments.results.write_text(json.dumps(document, indent=1) + "\n")
+        write_results(arguments.results, document)
     if arguments.output == "json":
         write_json({"loadAtStart": started_load, "run": attrs.asdict(run)}, figures(run))
     else:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import shutil
 import subprocess
@@ -43,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from common import interop_bin, load, provenance, realk8s, status_mb, write_json
+from common import interop_bin, load, print_markdown_and_exit, provenance, realk8s, status_mb, write_json, write_results
 from many_nodes_report import PHASES, figures, markdown
 
 from kubelet_dra.peers.kube.client import KubeClient
@@ -361,9 +360,7 @@ def command_line() -> int:
     parser.add_argument("--markdown", type=Path, metavar="RESULTS", help="print the README's tables of RESULTS")
     parser.add_argument("--output", choices=("text", "json"), default="text")
     arguments = parser.parse_args()
-    if arguments.markdown:
-        sys.stdout.write(markdown(json.loads(arguments.markdown.read_text())))
-        return 0
+    print_markdown_and_exit(arguments, markdown)
     chosen = (arguments.apiservers or ("embedded,real" if realk8s() is not None else "embedded")).split(",")
     fleet_sizes = sorted({int(size) for size in arguments.nodes.split(",")})
     results: dict[str, Any] = provenance("many_nodes.py")
@@ -372,8 +369,7 @@ def command_line() -> int:
     fleets = results["fleets"] = asyncio.run(
         main(chosen, fleet_sizes, arguments.steady, keep=arguments.keep, verbosity=arguments.verbosity)
     )
-    if arguments.results:
-        arguments.results.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
+    write_results(arguments.results, results)
     if arguments.output == "json":
         write_json({"loadAtStart": fleets[0]["load"]["start"], "fleets": fleets}, figures(fleets))
     else:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from common import REPO, Figure, interop_bin, provenance, realk8s, write_json
+from common import REPO, Figure, interop_bin, print_markdown_and_exit, provenance, realk8s, write_json, write_results
 
 LIBRARY = REPO / "scenarios"
 RATIO_TARGET = 2.0
@@ -103,20 +103,23 @@ def counts(run: dict[str, Any]) -> dict[str, int]:
     return {word: results.count(result) for result, word in RESULT_WORDS.items()}
 
 
+def held_figure(benchmark: str, what: str, tally: dict[str, int]) -> Figure:
+    """A replay's files held / skipped / failed (``counts``), met when none failed."""
+    return Figure(
+        benchmark,
+        f"{what}: held / skipped / failed",
+        "{held} / {skipped} / {failed}".format(**tally),
+        "0 failed",
+        tally["failed"] == 0,
+    )
+
+
 def figures(runs: dict[str, dict[str, Any]]) -> list[Figure]:
     found = []
     reference = runs.get("reference", {}).get("seconds")
     for name, run in runs.items():
         tally = counts(run)
-        found.append(
-            Figure(
-                "replay",
-                f"library with {name}: held / skipped / failed",
-                "{held} / {skipped} / {failed}".format(**tally),
-                "0 failed",
-                tally["failed"] == 0,
-            )
-        )
+        found.append(held_figure("replay", f"library with {name}", tally))
         ratio = f"{run['seconds'] / reference:.2f}×" if reference and name != "reference" else ""
         met = run["seconds"] <= RATIO_TARGET * reference if ratio else None
         found.append(
@@ -164,9 +167,7 @@ def main() -> int:
     parser.add_argument("--markdown", type=Path, metavar="RESULTS", help="print docs/replay.md's table of RESULTS")
     parser.add_argument("--output", choices=("text", "json"), default="text")
     args = parser.parse_args()
-    if args.markdown:
-        sys.stdout.write(markdown(json.loads(args.markdown.read_text())))
-        return 0
+    print_markdown_and_exit(args, markdown)
     names = args.files.split(",") if args.files else SMOKE_FILES if args.smoke else None
     files = [LIBRARY / f"{name}.yaml" for name in names] if names else sorted(LIBRARY.glob("*.yaml"))
     runs = {name: replay(name, files, args.jobs) for name in args.drivers.split(",")}
@@ -175,8 +176,7 @@ def main() -> int:
         "jobs": args.jobs,
         "drivers": runs,
     }
-    if args.results:
-        args.results.write_text(json.dumps(results, indent=1) + "\n")
+    write_results(args.results, results)
     found = figures(runs)
     if args.output == "json":
         write_json({"benchmark": "replay", "drivers": list(runs)}, found)

@@ -29,7 +29,7 @@ from typing import Any
 
 import attrs
 from common import REPO, Figure, add_results_arguments, load, print_markdown_and_exit, save_results, spread
-from replay_drivers import counts, replay
+from replay_drivers import counts, held_figure, replay
 from rich.console import Console
 from rich.table import Table
 
@@ -145,13 +145,7 @@ def library_figures(runs: LibraryRuns, jobs: int) -> list[Figure]:
     slowest = max(runs.files, key=lambda name: statistics.median(runs.files[name]))
     notes = [f"slowest {slowest} {statistics.median(runs.files[slowest]):.1f} s", _over_runs(runs.walls)]
     return [
-        Figure(
-            "suites",
-            f"{what}, {len(runs.files)} files: held / skipped / failed",
-            "{held} / {skipped} / {failed}".format(**tally),
-            "0 failed",
-            tally["failed"] == 0,
-        ),
+        held_figure("suites", f"{what}, {len(runs.files)} files", tally),
         Figure(
             "suites",
             f"{what}, wall time of `kubelet-dra replay {'--library' if whole else 'FILES'} --jobs {jobs}`",

@@ -5,12 +5,10 @@ nodes with their pods placed by the real scheduler; library files compared on ku
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from benchsmoke import REPO, figures, missing
+from benchsmoke import figures, missing, run
 from realk8s import real_kubelet_missing
 
 from kubelet_dra.workbench.fidelity.columns import COLUMNS
@@ -63,15 +61,7 @@ def test_the_replay_benchmark_runs_the_library_with_a_real_driver(interop_bin: P
 
 def test_the_conformance_benchmark_measures_a_real_driver(interop_bin: Path, tmp_path: Path) -> None:
     results = tmp_path / "conformance.json"
-    done = subprocess.run(
-        [sys.executable, "benchmarks/conformance_drivers.py", "--rows", "example-gpu", "--results", str(results)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run("benchmarks/conformance_drivers.py", "--rows", "example-gpu", "--results", str(results))
     row = json.loads(results.read_text())["rows"]["example-gpu"]
     assert row["exit_code"] == 0 and row["counts"]["passed"] > 0 and not row["failed"], row
     assert "| example driver, `gpu` |" in done.stdout, "it prints the docs' table"
@@ -85,15 +75,7 @@ def test_the_library_comparison_runs_a_file_on_both_nodes_and_names_a_refusal(
         pytest.skip(reason)
     results = tmp_path / "compare.json"
     command = ["benchmarks/compare_library.py", "--files", "pod-lifecycle", "health-negotiation-1-37"]
-    done = subprocess.run(
-        [sys.executable, *command, "--results", str(results)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run(*command, "--results", str(results), timeout=600)
     files = json.loads(results.read_text())["files"]
     compared, refused = files["pod-lifecycle"], files["health-negotiation-1-37"]
     assert compared["oracle"] == "real kubelet" and compared["simulated"]["held"] and compared["real"]["held"], compared
