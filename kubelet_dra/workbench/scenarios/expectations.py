@@ -123,7 +123,7 @@ async def registration(ctx: Context, args: Mapping[str, Any]) -> Look:
     node = ctx.bed.node
     instances = ctx.registered_instances(name)
     actual = {
-        "registered": ctx.registered(name),
+        "registered": any(instance.connected for instance in instances),
         "service": instances[0].chosen_service if instances else None,
         "instances": len(instances),
     }

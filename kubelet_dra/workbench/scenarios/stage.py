@@ -99,10 +99,6 @@ class Context:
         earlier = self.earlier.get(driver_name, [])
         return [i for i in self.bed.node.instances(driver_name) if all(i is not old for old in earlier)]
 
-    def registered(self, driver_name: str) -> bool:
-        """The simulated node can call the driver through an instance of ``registered_instances``, settled."""
-        return self.bed.usable(driver_name, replacing=self.earlier.get(driver_name, []))
-
     async def start_process(self, driver_id: str, *, restart: bool = False) -> DriverProcess:
         """Start (or stop and start) the driver's process; the node's registrations of it until then are left behind."""
         process = self.process(driver_id)
