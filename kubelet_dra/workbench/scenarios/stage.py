@@ -96,8 +96,7 @@ class Context:
         driver's socket has the same path, and until the node sees the socket re-created, the connection it keeps
         to the path reaches the new process; that registration is the old process's, not one of the new (as the
         real kubelet's registrations count from the tap's new mirror on)."""
-        earlier = self.earlier.get(driver_name, [])
-        return [i for i in self.bed.node.instances(driver_name) if all(i is not old for old in earlier)]
+        return self.bed.instances_since(driver_name, self.earlier.get(driver_name, []))
 
     async def start_process(self, driver_id: str, *, restart: bool = False) -> DriverProcess:
         """Start (or stop and start) the driver's process; the node's registrations of it until then are left behind."""

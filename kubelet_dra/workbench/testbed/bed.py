@@ -296,10 +296,11 @@ class Testbed:
         unsettled = (SocketPhase.IN_PROGRESS, SocketPhase.UNREGISTERING)
         if any(state.phase in unsettled for state in self.node.registrations()):
             return False
-        return any(
-            instance.connected and all(instance is not old for old in replacing)
-            for instance in self.node.plugins.instances(driver_name)
-        )
+        return any(instance.connected for instance in self.instances_since(driver_name, replacing))
+
+    def instances_since(self, driver_name: str, replacing: Sequence[PluginInstance]) -> list[PluginInstance]:
+        """The node's instances of the driver but those of ``replacing`` (registered before a driver restart)."""
+        return [i for i in self.node.plugins.instances(driver_name) if all(i is not old for old in replacing)]
 
     async def wait_registered(
         self,
