@@ -144,7 +144,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=positive_float,
         default=DEFAULTS.check_timeout,
         metavar="SECONDS",
-        help=f"a check still running after this long fails (default: {DEFAULTS.check_timeout:g})",
+        help=(
+            "a check still running after this long fails; a republish it watches adds to it"
+            f" (default: {DEFAULTS.check_timeout:g})"
+        ),
     )
     tune.add_argument(
         "--registration-timeout",

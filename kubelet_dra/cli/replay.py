@@ -78,8 +78,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=REAL_DRIVER_WAIT,
         metavar="SECONDS",
         help="the longest an expectation on its own timing (registration, slices, a prepare) waits past the file's"
-        f" deadline (default {REAL_DRIVER_WAIT:g}: the kubeletplugin helper republishes deleted slices after up to"
-        " 54 s); lower it for a driver that answers at once, to fail sooner",
+        f" deadline (default {REAL_DRIVER_WAIT:g}: the kubeletplugin helper re-creates a deleted slice up to a"
+        " minute after it created it); lower it for a driver that answers at once, to fail sooner",
     )
     nodeflags.add_kubelet_version_argument(parser)
     parser.add_argument("--junit", metavar="FILE", help="also write the results as JUnit XML to FILE")

@@ -8,6 +8,7 @@ report of a failure.
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -74,6 +75,10 @@ class CheckContext(Claiming):
     check_id: str = ""
     """The check this context runs, named as the cause when what it observed fails later checks too."""
     warnings: list[str] = attrs.Factory(list)
+    limit: asyncio.Timeout | None = None
+    """The check's time limit (``--check-timeout``), set by the runner while the check runs."""
+    allowed: float = 0.0
+    """Seconds the check added to its limit for the waits it makes by design (``allow``)."""
     _cleanups: list[Callable[[], Awaitable[object]]] = attrs.Factory(list)
     _first_call: int = 0
     _made: list[str] = attrs.Factory(list)
@@ -124,10 +129,21 @@ class CheckContext(Claiming):
             except CheckFailed as failure:
                 self.observations[key] = _Failure(self.check_id, str(failure))
                 raise
+            except asyncio.CancelledError:  # cut short by the check's time limit: later checks would only repeat it
+                self.observations[key] = _Failure(self.check_id, f"{key} did not finish within the check's time limit")
+                raise
         seen = self.observations[key]
         if isinstance(seen, _Failure):
             raise CheckBlocked(seen.check_id, seen.reason)
         return seen  # type: ignore[return-value]
+
+    def allow(self, seconds: float) -> None:
+        """Add a wait the check makes by design (watching a driver republish for up to twice
+        ``--republish-within``) to its time limit: the limit is there to catch a hang, not to cut that
+        watch short and turn a driver that is merely slow into "did not finish"."""
+        self.allowed += seconds
+        if self.limit is not None and (deadline := self.limit.when()) is not None:
+            self.limit.reschedule(deadline + seconds)
 
     # --- clean-up ---
 

@@ -282,7 +282,7 @@ class _Suite:
         )
         result, reason, cause = PASSED, "", ""
         try:
-            async with asyncio.timeout(self.options.check_timeout):
+            async with asyncio.timeout(self.options.check_timeout) as ctx.limit:
                 await check.run(ctx)
         except CheckBlocked as blocked:
             result, reason = _blocked(check, blocked)
@@ -294,7 +294,7 @@ class _Suite:
         except grpc.aio.AioRpcError as err:
             result, reason = FAILED, f"a gRPC call failed: {err.code().name}: {err.details()}"
         except TimeoutError:
-            result, reason = FAILED, f"did not finish within {self.options.check_timeout:g} s"
+            result, reason = FAILED, f"did not finish within {self.options.check_timeout + ctx.allowed:g} s"
         except Exception as err:  # a check that crashed is a failed check, with the crash for its author
             result, reason = FAILED, f"{type(err).__name__}: {err}\n{traceback.format_exc(limit=-3)}"
         calls = tuple(ctx.calls()) if self.bed.node_running else ()

@@ -30,7 +30,7 @@ HEALTH_PROBE_TIMEOUT = 1.0
 PROBE_NODE = "node-1"
 REAL_DRIVER_WAIT = 60.0
 """The longest an expectation on the driver's own timing waits for a real driver by default (the kubeletplugin
-helper republishes deleted ResourceSlices after up to 54 s)."""
+helper re-creates a deleted ResourceSlice up to a minute after it created it)."""
 
 
 @attrs.frozen

@@ -143,6 +143,33 @@ async def test_verdicts_timeouts_crashes_and_clean_up_between_checks(probe_check
     assert results["ZZZ-904"].reason.startswith("RuntimeError: bug in the check")
 
 
+@pytest.fixture
+def observing_checks() -> Iterator[list[str]]:
+    """Two checks that need the same observation, which hangs."""
+    ids = ["ZZZ-907", "ZZZ-908"]
+    for check_id in ids:
+
+        @check(check_id, "observes a hang", tags=("slow",), level=MUST, why="test", rule=RULE, reference="test")
+        async def observes(ctx: CheckContext) -> None:
+            await ctx.observe("a hanging restart", lambda: asyncio.sleep(30))
+
+    yield ids
+    for check_id in ids:
+        del CHECKS[check_id]
+
+
+async def test_an_observation_cut_short_by_the_time_limit_is_not_tried_again(observing_checks):
+    """The first check that asks pays for the observation; when its time limit cuts it short, the later
+    check is not run (its cause named) instead of waiting as long again for the same thing."""
+    suite = await run_suite(
+        Target(driver_cmd=REFERENCE), SuiteOptions(check_timeout=1.0), Selection(focus="^ZZZ-90[78]")
+    )
+    first, later = (suite.by_id()[check_id] for check_id in observing_checks)
+    assert first.result == "failed" and "did not finish within 1 s" in first.reason, first.reason
+    assert later.result == "not run" and later.cause == "ZZZ-907", later
+    assert "a hanging restart did not finish" in later.reason and later.seconds < 0.5, later
+
+
 @pytest.mark.parametrize(("strict", "outcome", "code"), [(False, "warning", 0), (True, "failed", 1)])
 async def test_a_failed_should_check_warns_and_fails_the_run_only_when_strict(
     probe_checks, strict: bool, outcome: str, code: int
