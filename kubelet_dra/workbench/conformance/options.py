@@ -26,8 +26,9 @@ class SuiteOptions:
     wipe only when that minute is over (its mutation cache TTL): 75 s gives the same verdict every run.
     A driver is watched twice as long before it is said never to republish."""
     check_timeout: float = 60.0
-    """A check still running after this long fails. A check that watches a republish has the watch
-    (``republish_watch``) added to it, so a driver slower than this but within the limit still passes."""
+    """A check still running after this long fails. A wait a check makes by design (a republish watch, a
+    health timeout) is added to it (``CheckContext.allow``), so a driver slower than this but within those
+    limits still passes."""
     device_class: str | None = None
     """An existing DeviceClass to allocate from; default: one the suite creates for all the driver's devices."""
     strict: bool = False

@@ -56,3 +56,12 @@ async def test_a_bad_health_report_fails_its_check(
         with pytest.raises(CheckFailed, match=re.escape(expected)):
             await CHECKS[check_id].run(ctx)
         await ctx.cleanup()
+
+
+async def test_a_health_repeat_slower_than_the_check_timeout_but_within_the_devices_timeout_passes() -> None:
+    """HEA-004 waits for the second message as long as the devices' health timeout says, past --check-timeout."""
+    command = f"{REFERENCE} --health --health-interval 2.5"
+    suite = await run_suite(Target(driver_cmd=command), SuiteOptions(check_timeout=1.5), Selection(focus="^HEA-004$"))
+    (result,) = suite.results
+    assert result.result == "passed", result.reason
+    assert result.seconds > 1.5
