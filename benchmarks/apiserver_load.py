@@ -28,7 +28,15 @@ from urllib.parse import urlsplit
 import aiohttp
 import attrs
 from apiserver_bench import Server
-from common import Figure, add_results_arguments, load, print_markdown_and_exit, save_results, write_json
+from common import (
+    Figure,
+    add_results_arguments,
+    load,
+    print_markdown_and_exit,
+    save_results,
+    status_mb,
+    write_json,
+)
 from rich.console import Console
 from rich.table import Table
 
@@ -49,17 +57,23 @@ class Half:
     server_errors: int = 0
     client_errors: int = 0
 
-    def percentile(self, fraction: float) -> float:
+    def percentile_ms(self, fraction: float) -> float | None:
+        """The latency at ``fraction`` of the sorted requests, in ms; ``None`` (JSON null) for a half without one."""
         ordered = sorted(self.latencies)
-        return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else float("nan")
+        return round(ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] * 1000, 1) if ordered else None
 
 
 def rss_mb(pid: int) -> float:
-    """The process's resident memory, from /proc."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+    return status_mb(pid, "VmRSS")
+
+
+def shown_ms(value: float | None) -> str:
+    return "none" if value is None else f"{value:.1f} ms"
+
+
+def ratio_shown(ratio: float | None) -> str:
+    """The second half's p99 over the first's; a half without requests has none (and counts as a stall)."""
+    return "none (a half had no request)" if ratio is None else f"×{ratio:.2f}"
 
 
 async def one_request(session: aiohttp.ClientSession, half: Half) -> None:
@@ -146,22 +160,23 @@ def report(halves: list[Half], memory: list[float], console: Console) -> dict[st
         table.add_row(
             half.name,
             f"{len(half.latencies):,}",
-            f"{half.percentile(0.5) * 1000:.1f} ms",
-            f"{half.percentile(0.99) * 1000:.1f} ms",
+            shown_ms(half.percentile_ms(0.5)),
+            shown_ms(half.percentile_ms(0.99)),
             str(half.watches),
             str(half.server_errors),
             str(half.client_errors),
         )
     console.print(table)
-    ratio = halves[1].percentile(0.99) / halves[0].percentile(0.99)
-    stalled = ratio > STALL_FACTOR or not halves[1].latencies
+    first, second = (half.percentile_ms(0.99) for half in halves)
+    ratio = second / first if first and second is not None else None
+    stalled = ratio is None or ratio > STALL_FACTOR
     before, halfway, after = memory
     console.print(
         f"server memory: {before:.0f} MB before, {halfway:.0f} MB halfway ({halfway - before:+.0f}),"
         f" {after:.0f} MB at the end ({after - halfway:+.0f})"
     )
     console.print(
-        f"slow clients {'STALLED' if stalled else 'did not stall'} the others: p99 ×{ratio:.2f}"
+        f"slow clients {'STALLED' if stalled else 'did not stall'} the others: p99 {ratio_shown(ratio)}"
         f" (limit ×{STALL_FACTOR:g})"
     )
     return {
@@ -169,8 +184,8 @@ def report(halves: list[Half], memory: list[float], console: Console) -> dict[st
             {
                 "name": half.name,
                 "requests": len(half.latencies),
-                "p50_ms": round(half.percentile(0.5) * 1000, 1),
-                "p99_ms": round(half.percentile(0.99) * 1000, 1),
+                "p50_ms": half.percentile_ms(0.5),
+                "p99_ms": half.percentile_ms(0.99),
                 "mean_ms": round(statistics.fmean(half.latencies) * 1000, 1) if half.latencies else None,
                 "watches": half.watches,
                 "server_errors": half.server_errors,
@@ -180,7 +195,7 @@ def report(halves: list[Half], memory: list[float], console: Console) -> dict[st
         ],
         "rss_mb": {"before": round(before), "halfway": round(halfway), "after": round(after)},
         "slow_clients_stall_others": stalled,
-        "p99_ratio": round(ratio, 2),
+        "p99_ratio": None if ratio is None else round(ratio, 2),
     }
 
 
@@ -193,7 +208,7 @@ def figures(summary: dict[str, Any], seconds: float) -> list[Figure]:
             Figure(
                 "apiserver-load",
                 f"{half['name']}: requests, p50 / p99",
-                f"{half['requests']:,}, {half['p50_ms']:.1f} / {half['p99_ms']:.1f} ms",
+                f"{half['requests']:,}, {shown_ms(half['p50_ms'])} / {shown_ms(half['p99_ms'])}",
                 spread=f"mean {half['mean_ms']} ms" if half["requests"] else "",
             ),
             Figure(
@@ -220,7 +235,7 @@ def figures(summary: dict[str, Any], seconds: float) -> list[Figure]:
         Figure(
             "apiserver-load",
             "slow clients stall the others (p99, second half ÷ first)",
-            f"{'yes' if stalled else 'no'}: ×{ratio:.2f}",
+            f"{'yes' if stalled else 'no'}: {ratio_shown(ratio)}",
             target=f"p99 ×≤ {STALL_FACTOR:g}",
             met=not stalled,
         ),
