@@ -39,8 +39,8 @@ PLEG_RELIST_PERIOD = 1.0
 """The generic PLEG's ``RelistPeriod``: how often the kubelet relists its runtime's pods."""
 CONTAINER_STOP_TIME = 0.1
 """How long a terminating sync takes to stop the pod's containers before it unprepares its claims: kubelet-dra
-runs none, the kubelet asks its runtime to stop them and reads their state back (kubelet 1.36.2 on Kubernetes'
-fake runtime: 7 ms; a real runtime waits for the processes to exit). A pod synced at the same relist reads its
+runs none, the kubelet asks its runtime to stop them and reads their state back (milliseconds on Kubernetes'
+fake runtime; a real runtime waits for the processes to exit). A pod synced at the same relist reads its
 claims from the API server meanwhile (a few ms), so it references a shared claim before the unprepare looks, as
 on the real kubelet."""
 

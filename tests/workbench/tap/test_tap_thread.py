@@ -1,5 +1,5 @@
 """The tap on a loop of its own answers a kubelet's GetInfo within its 1 s deadline while the loop of the program
-around it is held (the replay's: one step of its offline control plane held it 6.2 s under load)."""
+around it is held (the replay's: one step of its offline control plane can hold it for seconds under load)."""
 
 from __future__ import annotations
 
