@@ -104,6 +104,11 @@ def _by_group(suite: SuiteResult) -> dict[str, list[Any]]:
     return found
 
 
+def duration(seconds: float) -> str:
+    """Seconds as a reader takes them in: a check of a few milliseconds does not read as 0.0 s."""
+    return f"{seconds:.1f} s" if seconds >= 1 else f"{seconds * 1000:.0f} ms"
+
+
 def _over_runs(values: list[float]) -> str:
     return f"runs {spread(values, 's', 1)}" if len(values) > 1 else ""
 
@@ -126,12 +131,12 @@ def conformance_figures(runs: ConformanceRuns) -> list[Figure]:
     for group, checks in sorted(_by_group(runs.last).items()):
         slowest = max(checks, key=lambda result: result.seconds)
         count = f"{len(checks)} check" + ("s" if len(checks) != 1 else "")
-        notes = [f"{count}, slowest {slowest.id} {slowest.seconds:.1f} s", _over_runs(runs.groups[group])]
+        notes = [f"{count}, slowest {slowest.id} {duration(slowest.seconds)}", _over_runs(runs.groups[group])]
         found.append(
             Figure(
                 "suites",
                 f"conformance checks {group}-*",
-                f"{statistics.median(runs.groups[group]):.1f} s",
+                duration(statistics.median(runs.groups[group])),
                 spread="; ".join(note for note in notes if note),
             )
         )
@@ -143,7 +148,7 @@ def library_figures(runs: LibraryRuns, jobs: int) -> list[Figure]:
     whole = len(runs.files) == len(list(LIBRARY.glob("*.yaml")))
     what = "scenario library" if whole else "library files chosen"
     slowest = max(runs.files, key=lambda name: statistics.median(runs.files[name]))
-    notes = [f"slowest {slowest} {statistics.median(runs.files[slowest]):.1f} s", _over_runs(runs.walls)]
+    notes = [f"slowest {slowest} {duration(statistics.median(runs.files[slowest]))}", _over_runs(runs.walls)]
     return [
         held_figure("suites", f"{what}, {len(runs.files)} files", tally),
         Figure(
@@ -156,7 +161,7 @@ def library_figures(runs: LibraryRuns, jobs: int) -> list[Figure]:
 
 
 def _seconds(values: list[float]) -> tuple[str, str, str]:
-    return f"{statistics.median(values):.1f} s", f"{min(values):.1f} s", f"{max(values):.1f} s"
+    return duration(statistics.median(values)), duration(min(values)), duration(max(values))
 
 
 def conformance_table(runs: ConformanceRuns) -> Table:
