@@ -145,7 +145,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULTS.check_timeout,
         metavar="SECONDS",
         help=(
-            "a check still running after this long fails; a republish it watches adds to it"
+            "a check still running after this long fails; a wait it makes by design (a republish, a health"
+            " timeout) adds to it"
             f" (default: {DEFAULTS.check_timeout:g})"
         ),
     )

@@ -138,9 +138,9 @@ class CheckContext(Claiming):
         return seen  # type: ignore[return-value]
 
     def allow(self, seconds: float) -> None:
-        """Add a wait the check makes by design (watching a driver republish for up to twice
-        ``--republish-within``) to its time limit: the limit is there to catch a hang, not to cut that
-        watch short and turn a driver that is merely slow into "did not finish"."""
+        """Add a wait the check makes by design (a republish watched for up to twice ``--republish-within``,
+        the health timeout the driver declared) to its time limit: the limit is there to catch a hang, not to
+        cut that wait short and turn a driver that is merely slow into "did not finish"."""
         self.allowed += seconds
         if self.limit is not None and (deadline := self.limit.when()) is not None:
             self.limit.reschedule(deadline + seconds)
