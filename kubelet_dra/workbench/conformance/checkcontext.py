@@ -9,9 +9,10 @@ report of a failure.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -78,7 +79,7 @@ class CheckContext(Claiming):
     limit: asyncio.Timeout | None = None
     """The check's time limit (``--check-timeout``), set by the runner while the check runs."""
     allowed: float = 0.0
-    """Seconds the check added to its limit for the waits it makes by design (``allow``)."""
+    """Seconds the check spent in waits it makes by design (``waiting``), added to its limit."""
     _cleanups: list[Callable[[], Awaitable[object]]] = attrs.Factory(list)
     _first_call: int = 0
     _made: list[str] = attrs.Factory(list)
@@ -137,12 +138,23 @@ class CheckContext(Claiming):
             raise CheckBlocked(seen.check_id, seen.reason)
         return seen  # type: ignore[return-value]
 
-    def allow(self, seconds: float) -> None:
-        """Add a wait the check makes by design (a republish watched for up to twice ``--republish-within``,
-        the health timeout the driver declared) to its time limit: the limit is there to catch a hang, not to
-        cut that wait short and turn a driver that is merely slow into "did not finish"."""
-        self.allowed += seconds
-        if self.limit is not None and (deadline := self.limit.when()) is not None:
+    @contextlib.contextmanager
+    def waiting(self, longest: float) -> Iterator[None]:
+        """A wait the check makes by design, of up to ``longest`` seconds (a republish watched for up to twice
+        ``--republish-within``, the health timeout the driver declared): the time it takes is added to the check's
+        time limit, which is there to catch a hang, not to cut that wait short and turn a driver that is merely
+        slow into "did not finish"."""
+        started = time.monotonic()
+        self._extend_limit(longest)
+        try:
+            yield
+        finally:
+            took = time.monotonic() - started
+            self.allowed += took
+            self._extend_limit(took - longest)
+
+    def _extend_limit(self, seconds: float) -> None:
+        if self.limit is not None and not self.limit.expired() and (deadline := self.limit.when()) is not None:
             self.limit.reschedule(deadline + seconds)
 
     # --- clean-up ---

@@ -27,7 +27,7 @@ class SuiteOptions:
     A driver is watched twice as long before it is said never to republish."""
     check_timeout: float = 60.0
     """A check still running after this long fails. A wait a check makes by design (a republish watch, a
-    health timeout) is added to it (``CheckContext.allow``), so a driver slower than this but within those
+    health timeout) is added to it (``CheckContext.waiting``), so a driver slower than this but within those
     limits still passes."""
     device_class: str | None = None
     """An existing DeviceClass to allocate from; default: one the suite creates for all the driver's devices."""

@@ -294,7 +294,7 @@ class _Suite:
         except grpc.aio.AioRpcError as err:
             result, reason = FAILED, f"a gRPC call failed: {err.code().name}: {err.details()}"
         except TimeoutError:
-            result, reason = FAILED, f"did not finish within {self.options.check_timeout + ctx.allowed:g} s"
+            result, reason = FAILED, f"did not finish within {round(self.options.check_timeout + ctx.allowed, 1):g} s"
         except Exception as err:  # a check that crashed is a failed check, with the crash for its author
             result, reason = FAILED, f"{type(err).__name__}: {err}\n{traceback.format_exc(limit=-3)}"
         calls = tuple(ctx.calls()) if self.bed.node_running else ()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -144,30 +145,43 @@ async def test_verdicts_timeouts_crashes_and_clean_up_between_checks(probe_check
 
 
 @pytest.fixture
-def observing_checks() -> Iterator[list[str]]:
-    """Two checks that need the same observation, which hangs."""
-    ids = ["ZZZ-907", "ZZZ-908"]
-    for check_id in ids:
+def waiting_checks() -> Iterator[list[str]]:
+    """Two checks that need the same observation, which hangs; one that hangs in a wait it makes by design."""
+    ids = ["ZZZ-907", "ZZZ-908", "ZZZ-909"]
+    for check_id in ids[:2]:
 
         @check(check_id, "observes a hang", tags=("slow",), level=MUST, why="test", rule=RULE, reference="test")
         async def observes(ctx: CheckContext) -> None:
             await ctx.observe("a hanging restart", lambda: asyncio.sleep(30))
+
+    @check(ids[2], "waits by design, then hangs", tags=("slow",), level=MUST, why="test", rule=RULE, reference="test")
+    async def waits(ctx: CheckContext) -> None:
+        with ctx.waiting(1.0):
+            await asyncio.sleep(0.8)  # past the 0.5 s limit, within the wait's second
+        await asyncio.sleep(30)
 
     yield ids
     for check_id in ids:
         del CHECKS[check_id]
 
 
-async def test_an_observation_cut_short_by_the_time_limit_is_not_tried_again(observing_checks):
+async def test_an_observation_cut_short_by_the_time_limit_is_not_tried_again(waiting_checks):
     """The first check that asks pays for the observation; when its time limit cuts it short, the later
     check is not run (its cause named) instead of waiting as long again for the same thing."""
     suite = await run_suite(
-        Target(driver_cmd=REFERENCE), SuiteOptions(check_timeout=1.0), Selection(focus="^ZZZ-90[78]")
+        Target(driver_cmd=REFERENCE), SuiteOptions(check_timeout=0.5), Selection(focus="^ZZZ-90[78]")
     )
-    first, later = (suite.by_id()[check_id] for check_id in observing_checks)
-    assert first.result == "failed" and "did not finish within 1 s" in first.reason, first.reason
+    first, later = (suite.by_id()[check_id] for check_id in waiting_checks[:2])
+    assert first.result == "failed" and "did not finish within 0.5 s" in first.reason, first.reason
     assert later.result == "not run" and later.cause == "ZZZ-907", later
     assert "a hanging restart did not finish" in later.reason and later.seconds < 0.5, later
+
+
+async def test_a_wait_by_design_adds_the_time_it_took_to_the_limit(waiting_checks):
+    suite = await run_suite(Target(driver_cmd=REFERENCE), SuiteOptions(check_timeout=0.5), Selection(focus="^ZZZ-909"))
+    (result,) = suite.results
+    assert result.result == "failed" and re.search(r"did not finish within 1\.[34] s", result.reason), result.reason
+    assert 1.2 < result.seconds < 2.5, result.seconds
 
 
 @pytest.mark.parametrize(("strict", "outcome", "code"), [(False, "warning", 0), (True, "failed", 1)])

@@ -192,8 +192,8 @@ async def valid_entries(ctx: CheckContext) -> None:
 async def repeats(ctx: CheckContext) -> None:
     stream = await watch(ctx, 1, FIRST_MESSAGE_WITHIN)
     limit = timeout_of(first(ctx, stream))
-    ctx.allow(limit + MARGIN)  # a driver may declare a health timeout longer than --check-timeout
-    again = await stream.wait_for(2, limit + MARGIN)
+    with ctx.waiting(limit + MARGIN):  # a driver may declare a health timeout longer than --check-timeout
+        again = await stream.wait_for(2, limit + MARGIN)
     ctx.expect(
         again,
         f"no second health message within {limit:g} s: the kubelet shows every device Unknown after {limit:g} s",

@@ -101,17 +101,7 @@ async def _restart_kubelet(ctx: CheckContext) -> KubeletRestart:
     before = await ctx.slices()
     old = {item["metadata"]["uid"] for item in before}
     devices = pool_devices(before)
-    within = ctx.options.republish_within
     watch = ctx.options.republish_watch
-    ctx.allow(REGISTER_WITHIN + watch)  # the registration and republish it waits for, past --check-timeout
-    restore(ctx)
-    node = await ctx.bed.restart_node()  # returns after its start-up wipe
-    wiped = time.monotonic()
-    registration = await usable(ctx)
-    if not registration and not any(
-        state.phase == SocketPhase.REGISTERED for state in node.registrations() if state.name == ctx.driver_name
-    ):
-        registration = f"no completed registration: {node.registrations()}"
 
     async def new_slices() -> list[dict[str, Any]]:
         return [item for item in await ctx.slices() if item["metadata"]["uid"] not in old]
@@ -120,10 +110,20 @@ async def _restart_kubelet(ctx: CheckContext) -> KubeletRestart:
         current = await new_slices()
         return bool(current) and pool_devices(current) >= devices
 
+    restore(ctx)
     seconds: float | None = None
-    with contextlib.suppress(StateError):  # judged by the checks
-        await ctx.bed.until(republished, timeout=max(0.0, watch - (time.monotonic() - wiped)), what="slices")
-        seconds = time.monotonic() - wiped
+    with ctx.waiting(REGISTER_WITHIN + watch):  # the registration and the republish, past --check-timeout
+        node = await ctx.bed.restart_node()  # returns after its start-up wipe
+        wiped = time.monotonic()
+        registration = await usable(ctx)
+        if not registration and not any(
+            state.phase == SocketPhase.REGISTERED for state in node.registrations() if state.name == ctx.driver_name
+        ):
+            registration = f"no completed registration: {node.registrations()}"
+        with contextlib.suppress(StateError):  # judged by the checks
+            await ctx.bed.until(republished, timeout=max(0.0, watch - (time.monotonic() - wiped)), what="slices")
+            seconds = time.monotonic() - wiped
     current = await new_slices()
     watched = time.monotonic() - wiped
+    within = ctx.options.republish_within
     return KubeletRestart(devices, pool_devices(current), len(current), seconds, within, watched, registration)
