@@ -1,8 +1,10 @@
-"""Every benchmark of ``python -m benchmarks`` at its smoke size: each runs to the end and reports its figures.
+"""The benchmarks of ``python -m benchmarks`` at its smoke size: each runs to the end and reports its figures.
 
 Their speed is not judged here (that is what the benchmarks themselves are for); a change that breaks
 one, or makes it stop producing a figure, fails the build instead of rotting until someone runs it.
-The benchmarks that need the real programs of ``../shared/interop`` run in ``tests/interop``.
+The API server, load and registration benchmarks run once each, as a user types them, in
+``test_standalone_smoke.py`` (their tables, and these figures in what they write); the benchmarks that need the
+real programs of ``../shared/interop`` run in ``tests/interop``.
 """
 
 from __future__ import annotations
@@ -28,27 +30,6 @@ FIGURES = {
         "prepare + unprepare, 50 pods × 2 claims, 4 drivers",
         "peak RSS, 50 pods × 2 claims, 4 drivers",
         "one checkpoint write at 1,000 claims",
-    ],
-    "apiserver": [
-        "create ResourceSlice (POST)",
-        "list, one request (v1)",
-        "list, one request (v1beta1)",
-        "list, one request (v1, protobuf)",
-        "list, pages of 500",
-        "watch fan-out to 2 watchers",
-    ],
-    "apiserver-load": [
-        "clients only: requests, p50 / p99",
-        "clients only: 5xx or dropped, other 4xx",
-        "+ 1 slow clients: requests, p50 / p99",
-        "+ 1 slow clients: 5xx or dropped, other 4xx",
-        "timed requests per second, both halves",
-        "server memory before / halfway / at the end",
-        "slow clients stall the others",
-    ],
-    "registration": [
-        "event-driven, 2 registrations: p50 / p95 / p99 / max",
-        "kubelet timing, 2 registrations: p50 / p95 / p99 / max",
     ],
     "tap": [
         "GetInfo direct p50/p95/p99",

@@ -1,6 +1,7 @@
-"""The benchmark scripts ``python -m benchmarks`` does not run, and the printed tables of those it runs only with
-``--output json``, each run as a user types it at the least size that still goes through all its code: it exits 0
-and prints the rows (or writes the results) it promises.
+"""The benchmark scripts ``python -m benchmarks`` does not run, and the API server, load and registration
+benchmarks it runs with ``--output json``, each run as a user types it at the least size that still goes through all
+its code: it exits 0 and prints the rows (or writes the results) it promises, and the last three the figures
+``python -m benchmarks`` gathers from them (``test_smoke.py`` runs the others of its benchmarks).
 
 They are run by hand when their figures are wanted; without this a change that breaks one is found only then.
 Their figures' values are not judged here, only that each is there.
@@ -11,35 +12,56 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
-from benchsmoke import rows, run
+from benchsmoke import missing, rows, run
 
 SECONDS = re.compile(r"[0-9.]+ s")
 MILLISECONDS = re.compile(r"[0-9.]+ ms")
 
 
-def test_the_api_server_benchmark_reports_each_operation() -> None:
-    done = run(
-        "benchmarks/apiserver_bench.py", "--slices", "20", "--watchers", "2", "--events", "5", "--concurrency", "2"
-    )
+def _written_figures(results: Path) -> list[dict[str, Any]]:
+    """The figures of a ``--results`` file, each with a value."""
+    found = json.loads(results.read_text())["figures"]
+    assert found and all(figure["value"] for figure in found), found
+    return found
+
+
+def test_the_api_server_benchmark_reports_each_operation(tmp_path: Path) -> None:
+    results = tmp_path / "apiserver_bench.json"
+    sizes = ("--slices", "20", "--watchers", "2", "--events", "5", "--concurrency", "2")
+    done = run("benchmarks/apiserver_bench.py", *sizes, "--results", str(results))
     found = rows(done.stdout)
-    for operation in (
+    operations = (
         "create ResourceSlice (POST)",
         "list, one request (v1)",
         "list, one request (v1beta1)",
         "list, one request (v1, protobuf)",
         "list, pages of 500",
-    ):
+    )
+    for operation in operations:
         count, seconds, *_ = found[operation]
         assert count == "20" and SECONDS.fullmatch(seconds), (operation, found[operation])
     assert found["watch fan-out to 2 watchers"][0] == "10", found
     assert "target ≤ 1 s" in found["list, one request (v1)"][-1], found
+    written = _written_figures(results)
+    assert not missing(written, [*operations, "watch fan-out to 2 watchers"]), written
 
 
 def test_the_load_benchmark_reports_both_halves_and_the_servers_memory() -> None:
     done = run("benchmarks/apiserver_load.py", *("--clients", "6", "--seconds", "2", "--slow", "1"), "--output", "json")
     summary = json.loads(done.stdout)
+    expected = [
+        "clients only: requests, p50 / p99",
+        "clients only: 5xx or dropped, other 4xx",
+        "+ 1 slow clients: requests, p50 / p99",
+        "+ 1 slow clients: 5xx or dropped, other 4xx",
+        "timed requests per second, both halves",
+        "server memory before / halfway / at the end",
+        "slow clients stall the others",
+    ]
+    assert all(figure["value"] for figure in summary["figures"]) and not missing(summary["figures"], expected), summary
     assert [half["name"] for half in summary["halves"]] == ["clients only", "+ 1 slow clients"], summary
     for half in summary["halves"]:
         assert half["requests"] > 0 and half["server_errors"] == 0 and half["p99_ms"] > 0, half
@@ -53,12 +75,15 @@ def test_the_load_benchmark_reports_both_halves_and_the_servers_memory() -> None
     [((), "event-driven", {"met", "not met"}), (("--kubelet-timing",), "kubelet timing", {"n/a"})],
 )
 def test_the_registration_benchmark_reports_the_latency_percentiles(
-    flags: tuple[str, ...], mode: str, verdicts: set[str]
+    tmp_path: Path, flags: tuple[str, ...], mode: str, verdicts: set[str]
 ) -> None:
-    found = rows(run("benchmarks/registration_bench.py", "--iterations", "2", *flags).stdout)
+    results = tmp_path / "registration_bench.json"
+    found = rows(run("benchmarks/registration_bench.py", "--iterations", "2", *flags, "--results", str(results)).stdout)
     iterations, *latencies, verdict = found[mode]
     assert iterations == "2" and len(latencies) == 4, found
     assert all(MILLISECONDS.fullmatch(cell) for cell in latencies) and verdict in verdicts, found
+    written = _written_figures(results)
+    assert not missing(written, [f"{mode}, 2 registrations: p50 / p95 / p99 / max"]), written
 
 
 def test_the_suites_benchmark_times_the_conformance_groups_and_the_library() -> None:
