@@ -116,9 +116,12 @@ def kubelet_dra_each(*argvs: Sequence[str], timeout: float = 120) -> dict[tuple[
     return {tuple(argv): (code, out, err) for argv, (code, out, err) in zip(argvs, results, strict=True)}
 
 
-async def kubelet_dra(*args: str, stdin: str = "", timeout: float = 60) -> tuple[int, str, str]:
-    """Run ``kubelet-dra ARGS`` to the end (killed after ``timeout``); (exit code, stdout, stderr)."""
-    process = await forkedcli.start(*args, stdin=True, input_size=len(stdin.encode()))
+async def kubelet_dra(
+    *args: str, stdin: str = "", timeout: float = 60, env: Mapping[str, str] | None = None
+) -> tuple[int, str, str]:
+    """Run ``kubelet-dra ARGS`` to the end (killed after ``timeout``), with ``env`` added to this process's environment;
+    (exit code, stdout, stderr)."""
+    process = await forkedcli.start(*args, env=env, stdin=True, input_size=len(stdin.encode()))
     try:
         out, err = await asyncio.wait_for(process.communicate(stdin.encode()), timeout=timeout)
     except TimeoutError:
@@ -132,3 +135,12 @@ async def kubelet_dra(*args: str, stdin: str = "", timeout: float = 60) -> tuple
         raise
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
+
+
+def run_kubelet_dra(
+    *args: str, env: Mapping[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``kubelet_dra`` for a test that is not a coroutine, answered as ``subprocess.run`` answers: the command is
+    forked as the suite forks the others (``forkedcli``), not exec'd for half a second of imports."""
+    code, out, err = asyncio.run(kubelet_dra(*args, timeout=timeout, env=env))
+    return subprocess.CompletedProcess([sys.executable, "-m", "kubelet_dra", *args], code, out, err)

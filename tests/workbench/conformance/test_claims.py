@@ -4,13 +4,12 @@ the suite runs clean."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 import yaml
+from helpers import kubelet_dra_each
 from rich.console import Console
 
 from kubelet_dra.peers.errors import ConfigError
@@ -80,21 +79,18 @@ def test_a_missing_or_broken_file_is_a_one_line_error_exit_2(tmp_path: Path) -> 
     laughs = "".join(f"l{n}: &l{n} [{', '.join([f'*l{n - 1}'] * 9)}]\n" for n in range(1, 10))
     not_utf8 = tmp_path / "latin1.yaml"
     not_utf8.write_bytes(b"devices: {requests: [{name: g\xe9}]}\n")
-    for path in (
+    paths = (
         str(tmp_path / "nowhere.yaml"),
         write(tmp_path, "devices: [", "broken.yaml"),
         write(tmp_path, "l0: &l0 lol\n" + laughs, "laughs.yaml"),
         write(tmp_path, "devices: &d {requests: *d}\n", "itself.yaml"),
         str(not_utf8),
-    ):
-        result = subprocess.run(
-            [sys.executable, "-m", "kubelet_dra", "conformance", "--driver-cmd", "x", "--claim", path],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert result.returncode == 2 and f"--claim {path}" not in result.stdout, result
-        assert path in result.stderr and "Traceback" not in result.stderr, result.stderr
+    )
+    ran = kubelet_dra_each(*(("conformance", "--driver-cmd", "x", "--claim", path) for path in paths))
+    for path in paths:
+        code, out, err = ran[("conformance", "--driver-cmd", "x", "--claim", path)]
+        assert code == 2 and f"--claim {path}" not in out, (code, out, err)
+        assert path in err and "Traceback" not in err, err
 
 
 def test_every_document_of_a_file_is_a_shape_and_a_template_gives_its_claim_spec(tmp_path: Path) -> None:

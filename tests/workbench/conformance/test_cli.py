@@ -1,8 +1,8 @@
-"""``kubelet-dra conformance`` as CI runs it: a real subprocess, real exit codes, JSON and JUnit output."""
+"""``kubelet-dra conformance`` as CI runs it: a real subprocess (forked, ``helpers.run_kubelet_dra``), real exit codes,
+JSON and JUnit output."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -10,16 +10,14 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from helpers import kubelet_dra_each, remove_kept_workdirs
+from helpers import kubelet_dra, kubelet_dra_each, remove_kept_workdirs, run_kubelet_dra
 from realk8s import TEST_DRIVER, example_driver_cmd, kubernetes_test_driver_cmd
 
 from .reference import REFERENCE, already_running, with_fault
 
 
 def conformance(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kubelet_dra", "conformance", *args], capture_output=True, text=True, timeout=120
-    )
+    return run_kubelet_dra("conformance", *args)
 
 
 def test_list_shows_the_selected_checks_with_tags_levels_rules_and_references():
@@ -107,14 +105,12 @@ def test_passing_run_exits_0_with_json_and_junit(tmp_path: Path):
 async def test_a_running_driver_is_checked_through_its_registry_dir_and_kubeconfig():
     async with already_running() as target:
         assert target.registry_dir and target.kubeconfig and target.cdi_root
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "kubelet_dra", "conformance", "--registry-dir", target.registry_dir,
+        code, stdout, stderr = await kubelet_dra(
+            "conformance", "--registry-dir", target.registry_dir,
             "--kubeconfig", target.kubeconfig, "--cdi-root", target.cdi_root,
-            "--focus", "^(REG-00[2-4]|PRE-002|CDI-002|LIF-004)$", "--output", "json",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            "--focus", "^(REG-00[2-4]|PRE-002|CDI-002|LIF-004)$", "--output", "json", timeout=120,
         )  # fmt: skip
-        stdout, stderr = await asyncio.wait_for(process.communicate(), 120)
-    assert process.returncode == 0, stdout.decode() + stderr.decode()
+    assert code == 0, stdout + stderr
     document = json.loads(stdout)
     results = {result["id"]: result for result in document["checks"]}
     assert {key for key, result in results.items() if result["result"] == "passed"} == {

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import run_kubelet_dra
 
 from kubelet_dra.peers.errors import UsageError
 from kubelet_dra.workbench.testbed.claimshapes import device_class_file
@@ -50,17 +49,10 @@ def test_a_device_class_already_in_the_cluster_is_neither_replaced_nor_deleted(
     manifest = tmp_path / "class.yaml"
     manifest.write_text("apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: production}\n")
     common = ("--driver-cmd", REFERENCE, "--kubeconfig", str(apiserver.kubeconfig), "--focus", "^REG-001$")
-    refused = subprocess.run(
-        [sys.executable, "-m", "kubelet_dra", "conformance", *common, "--device-class", str(manifest)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    refused = run_kubelet_dra("conformance", *common, "--device-class", str(manifest))
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert f"--device-class {manifest}: DeviceClass production already exists" in refused.stderr
-    default = subprocess.run(
-        [sys.executable, "-m", "kubelet_dra", "conformance", *common], capture_output=True, text=True, timeout=120
-    )
+    default = run_kubelet_dra("conformance", *common)
     assert default.returncode == 0, default.stdout + default.stderr
     for name in ("production", "kubelet-dra-conformance"):
         code, kept = apiserver.json("GET", f"{classes}/{name}")

@@ -3,12 +3,10 @@ project's private notes."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import markdown_anchors
+from helpers import kubelet_dra_each, markdown_anchors
 
 from kubelet_dra.workbench.conformance.checks import all_checks
 from kubelet_dra.workbench.conformance.rules import SEPARATOR
@@ -34,14 +32,9 @@ def test_each_reference_resolves_to_a_url_or_a_docs_page_section(check) -> None:
 
 def test_no_printed_reference_points_to_a_document_outside_the_repository() -> None:
     """--list (text and JSON) prints every check's reference and the source of its rule."""
-    for args in ((), ("--output", "json")):
-        listed = subprocess.run(
-            [sys.executable, "-m", "kubelet_dra", "conformance", "--list", *args],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        ).stdout
+    ran = kubelet_dra_each(*(("conformance", "--list", *args) for args in ((), ("--output", "json"))))
+    for code, listed, err in ran.values():
+        assert code == 0, err
         assert len(all_checks()) <= listed.count("docs/protocol.md#")
         assert not [mark for mark in PRIVATE if mark in listed], [
             line for line in listed.splitlines() if any(mark in line for mark in PRIVATE)

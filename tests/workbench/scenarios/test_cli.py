@@ -1,22 +1,21 @@
-"""``kubelet-dra replay`` as users run it: a real subprocess, exit codes 0/1/2, JUnit and JSON reports."""
+"""``kubelet-dra replay`` as users run it: a real subprocess (forked, ``helpers.run_kubelet_dra``), exit codes 0/1/2,
+JUnit and JSON reports."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+from helpers import run_kubelet_dra
 
 LIBRARY = Path(__file__).resolve().parents[3] / "scenarios"
 QUICK = str(LIBRARY / "register-after-getinfo-failure.yaml")
 
 
 def replay(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kubelet_dra", "replay", *args], capture_output=True, text=True, timeout=120, env=env
-    )
+    return run_kubelet_dra("replay", *args, env=env)
 
 
 def test_passing_scenario_exits_0_and_writes_junit(tmp_path: Path):
@@ -112,7 +111,7 @@ def test_check_refuses_a_driver_name_that_would_make_dirs_outside_the_work_dir(t
 
 def test_under_github_actions_a_broken_expectation_is_an_annotation_at_its_line_and_a_step_summary(tmp_path: Path):
     summary = tmp_path / "step-summary.md"
-    env = {**os.environ, "GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)}
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)}
     done = replay(QUICK, "--fault", "gpu:getinfo-type=CSIPlugin", "--output", "json", env=env)
     assert done.returncode == 1, done.stderr
     assert json.loads(done.stdout)["passed"] is False, "the annotations leave the JSON document alone"
