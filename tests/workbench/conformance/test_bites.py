@@ -12,7 +12,9 @@ exactly the checks of that subset the knob breaks, directly or as a consequence 
 a claim that could not be unprepared); checks that need the claim the driver refused are not run
 under the first check that asked for it (``CLM-001`` when selected), and count as neither. Knobs
 that make calls hang (``prepare-block``, ``unprepare-block``) run with a 2 s check timeout, which
-also bounds each clean-up step. The control row without a knob runs the whole suite and expects no failure and no skip.
+also bounds each clean-up step, and so do those under which a check that fails waits out the timeout
+(``prepare-unknown-key``: a pod that never runs; ``unprepare-error``: pods that never finish). The control row
+without a knob runs the whole suite and expects no failure and no skip.
 """
 
 from __future__ import annotations
@@ -95,7 +97,7 @@ BITES = (
     Bite("prepare-error", "boom", _ids("CLM-001 PRE-001"), focus=r"^(CLM|PRE|UNP|CDI)-"),
     Bite("prepare-fail-claim", "conformance-batch-b", _ids("PRE-003")),
     Bite("prepare-omit-claim", "conformance-batch-b", _ids("PRE-003"), focus=r"^(PRE|UNP)-"),
-    Bite("prepare-unknown-key", "true", PREPARING | CDI_PREPARING, focus=r"^(PRE|UNP|CDI)-"),
+    Bite("prepare-unknown-key", "true", PREPARING | CDI_PREPARING, focus=r"^(PRE|UNP|CDI)-", options=HANGING),
     Bite("require-all-devices", "true", _ids("CLM-001"), focus=r"^(CLM|PRE|UNP)-"),
     Bite("require-count", "2", _ids("CLM-001"), focus=r"^(CLM|PRE-00[23])"),
     Bite("require-config", "GpuConfig", _ids("CLM-001"), focus=r"^(CLM|PRE-00[23])"),
@@ -106,6 +108,7 @@ BITES = (
         "boom",
         _ids("LIF-001") | {c.id for c in all_checks() if c.id.startswith("UNP-")},
         focus=r"^(LIF-001|UNP-)",
+        options=HANGING,
     ),
     Bite(
         "unprepare-block",
