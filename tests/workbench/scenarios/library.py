@@ -1,17 +1,19 @@
-"""The scenario library as its tests read it, and the green replay each release's test file runs.
+"""The scenario library as its tests read it, and the green replays each release's test file runs.
 
 The green replays are split by release into files of their own (``test_library_green_<release>.py``): a
-test file runs on one worker, and the whole library in one file was the suite's longest file by far."""
+test file runs on one worker, and the whole library in one file was the suite's longest file by far. Each
+file replays a few files at a time, since a replay mostly waits on its file's timings."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from kubelet_dra.kubelet.release import RELEASES
 from kubelet_dra.workbench.scenarios.loader import load
-from kubelet_dra.workbench.scenarios.replayer import ReplayOptions, replay
+from kubelet_dra.workbench.scenarios.replayer import ReplayOptions, ScenarioResult, replay
 from kubelet_dra.workbench.scenarios.replayreport import failures
 from kubelet_dra.workbench.testbed.machineload import AUTO
 
@@ -24,13 +26,34 @@ def green_file(kubelet: str) -> str:
     return f"test_library_green_{kubelet.replace('.', '_')}.py"
 
 
-async def replays_green(name: str, kubelet: str) -> None:
-    """Under every release kubelet-dra emulates, but a file that pins its release only under that one; with the
-    deadlines scaled to the machine's load, as ``replay --deadline-scale auto`` does (the suite runs on six workers,
-    often beside other work)."""
-    scenario = load(LIBRARY / name)
-    if scenario.node.release_pinned and scenario.node.options.release.name != kubelet:
-        pytest.skip(f"pinned to kubelet {scenario.node.options.release.name}")
-    result = await replay(scenario.on(RELEASES[kubelet]), ReplayOptions(deadline_scale=AUTO))
+GREEN_AT_ONCE = 4
+"""Green replays side by side in one event loop, each on its own testbed."""
+
+
+def replayed_green(kubelet: str) -> dict[str, ScenarioResult | str]:
+    """Every file of the library replayed under ``kubelet``, a few at a time: its result, or why it was not replayed
+    (a file that pins another release). Under every release kubelet-dra emulates, but a file that pins its release
+    only under that one; with the deadlines scaled to the machine's load, as ``replay --deadline-scale auto`` does
+    (the suite runs on six workers, often beside other work)."""
+
+    async def run_all() -> dict[str, ScenarioResult | str]:
+        gate = asyncio.Semaphore(GREEN_AT_ONCE)
+
+        async def one(name: str) -> tuple[str, ScenarioResult | str]:
+            scenario = load(LIBRARY / name)
+            if scenario.node.release_pinned and scenario.node.options.release.name != kubelet:
+                return name, f"pinned to kubelet {scenario.node.options.release.name}"
+            async with gate:
+                return name, await replay(scenario.on(RELEASES[kubelet]), ReplayOptions(deadline_scale=AUTO))
+
+        return dict(await asyncio.gather(*(one(name) for name in FILES)))
+
+    return asyncio.run(run_all())
+
+
+def assert_green(result: ScenarioResult | str) -> None:
+    """A file's green replay passed every step (or the file was not for this release: a skip saying why)."""
+    if isinstance(result, str):
+        pytest.skip(result)
     assert result.passed, failures(result)
     assert result.results, "it ran its steps"
