@@ -26,7 +26,7 @@ def green_file(kubelet: str) -> str:
     return f"test_library_green_{kubelet.replace('.', '_')}.py"
 
 
-GREEN_AT_ONCE = 4
+GREEN_AT_ONCE = 3
 """Green replays side by side in one event loop, each on its own testbed."""
 
 

@@ -21,7 +21,7 @@ from kubelet_dra.workbench.testbed.machineload import load_factor
 from .breakers import BREAKERS
 from .library import FILES, LIBRARY, green_file
 
-BROKEN_AT_ONCE = 5
+BROKEN_AT_ONCE = 3
 """Broken replays mostly wait out deadlines, so a few run side by side."""
 
 
