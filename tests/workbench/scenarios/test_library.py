@@ -4,7 +4,6 @@ that expectation by name."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 
@@ -15,14 +14,11 @@ from kubelet_dra.kubelet.release import RELEASES
 from kubelet_dra.peers import log
 from kubelet_dra.workbench.scenarios.loader import load, loads
 from kubelet_dra.workbench.scenarios.model import Scenario, Step
-from kubelet_dra.workbench.scenarios.replayer import ReplayOptions, ScenarioResult, replay
+from kubelet_dra.workbench.scenarios.replayer import ReplayOptions, ScenarioResult
 from kubelet_dra.workbench.testbed.machineload import load_factor
 
 from .breakers import BREAKERS
-from .library import FILES, LIBRARY, green_file
-
-BROKEN_AT_ONCE = 3
-"""Broken replays mostly wait out deadlines, so a few run side by side."""
+from .library import FILES, LIBRARY, green_file, replay_each
 
 
 def test_the_library_covers_the_node_e2e_situations():
@@ -36,28 +32,21 @@ def test_the_library_covers_the_node_e2e_situations():
 
 
 @pytest.fixture(scope="module")
-def broken_results() -> dict[str, ScenarioResult]:
+def broken_results() -> dict[str, ScenarioResult | str]:
     """Every scenario replayed once broken (its own event loop, a few at a time)."""
 
-    async def run_all() -> dict[str, ScenarioResult]:
-        gate = asyncio.Semaphore(BROKEN_AT_ONCE)
-
-        async def one(name: str) -> tuple[str, ScenarioResult]:
-            breaker = BREAKERS[name]
-            text = (LIBRARY / name).read_text()
-            if breaker.mutation is not None:
-                assert breaker.mutation[0] in text, f"{name}: the mutation's text is not in the file"
-                text = text.replace(*breaker.mutation)
-            scenario = _given_time_but(loads(text, name), load_factor(), breaker.broken)
-            async with gate:
-                return name, await replay(scenario, ReplayOptions(faults=breaker.faults))
-
-        return dict(await asyncio.gather(*(one(name) for name in FILES)))
+    def broken(name: str) -> tuple[Scenario, ReplayOptions]:
+        breaker = BREAKERS[name]
+        text = (LIBRARY / name).read_text()
+        if breaker.mutation is not None:
+            assert breaker.mutation[0] in text, f"{name}: the mutation's text is not in the file"
+            text = text.replace(*breaker.mutation)
+        return _given_time_but(loads(text, name), load_factor(), breaker.broken), ReplayOptions(faults=breaker.faults)
 
     with open(os.devnull, "w") as sink:
         log.configure(0, sink)
         try:
-            return asyncio.run(run_all())
+            return replay_each(broken)
         finally:
             log.configure(0)
 
@@ -77,8 +66,9 @@ def _given_time_but(scenario: Scenario, factor: float, broken: str) -> Scenario:
 
 
 @pytest.mark.parametrize("name", FILES)
-def test_scenario_detects_its_breakage(name: str, broken_results: dict[str, ScenarioResult]):
+def test_scenario_detects_its_breakage(name: str, broken_results: dict[str, ScenarioResult | str]):
     result = broken_results[name]
+    assert isinstance(result, ScenarioResult), result  # every file is replayed broken
     broken = [step.name for step in result.broken]
     assert not result.passed
     assert not result.error, result.error
